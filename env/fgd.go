@@ -1,0 +1,151 @@
+package env
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// FGD is Fragmentation Gradient Descent (Weng et al., ATC'23): place the job
+// where it increases the cluster's GPU fragmentation F(M) the least.
+//
+// Scoring a machine needs F_n(M) before and after a tentative placement on
+// each candidate GPU, O(|M|·G²) per machine. The placement of one job
+// changes one machine, so FGD caches each machine's score per request shape
+// and recomputes only machines whose version moved: after warm-up a decision
+// costs one pass of integer compares over the machines plus a handful of
+// fragmentation evaluations.
+type FGD struct {
+	state  *State
+	target *TargetWorkload
+	shapes map[fgdShape]int
+	cache  [][]fgdEntry // [shape][machine]
+	base   []float64    // F_n(M) of each machine at baseVer
+	ver    []uint32     // version base[] was computed at (+1; 0 = never)
+	tmp    []int32
+}
+
+// fgdShape is what a machine's FGD score depends on besides the machine.
+type fgdShape struct {
+	cpu    int64
+	milli  int32
+	gpus   int
+	models uint64
+}
+
+type fgdEntry struct {
+	ver   uint32 // machine version + 1 the entry was computed at; 0 = empty
+	score int32
+	gpu   int8
+}
+
+// Name implements Scheduler.
+func (*FGD) Name() string { return "fgd" }
+
+// ownTarget reports whether the cached fallback target was built for r.
+func (p *FGD) ownTarget(r *Request) bool {
+	if p.target == nil || len(p.target.Classes) != 1 {
+		return false
+	}
+	c := p.target.Classes[0]
+	return c.CPU == r.CPU && c.Milli == r.Milli && c.GPUs == r.GPUs && c.Models == r.Models
+}
+
+func (p *FGD) reset(s *State, tw *TargetWorkload) {
+	p.state, p.target = s, tw
+	p.shapes = map[fgdShape]int{}
+	p.cache = p.cache[:0]
+	n := len(s.FreeCPU)
+	p.base = make([]float64, n)
+	p.ver = make([]uint32, n)
+}
+
+// Decide implements Scheduler.
+func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
+	s, r := obs.State, &obs.Req
+	tw := s.Target
+	if tw == nil {
+		// No typical workload given: measure fragmentation against the job
+		// itself, the only task known.
+		tw = &TargetWorkload{Classes: []TaskClass{{CPU: r.CPU, Milli: r.Milli, GPUs: r.GPUs, Models: r.Models, Count: 1, Weight: 1}}}
+	}
+	if p.state != s || (s.Target != nil && p.target != s.Target) || (s.Target == nil && !p.ownTarget(r)) {
+		p.reset(s, tw)
+	}
+	key := fgdShape{r.CPU, r.Milli, r.GPUs, r.Models}
+	si, ok := p.shapes[key]
+	if !ok {
+		si = len(p.cache)
+		p.shapes[key] = si
+		p.cache = append(p.cache, make([]fgdEntry, len(s.FreeCPU)))
+	}
+	entries := p.cache[si]
+	best, bestScore, bestPrio, bestGPU := -1, int32(math.MinInt32), int32(math.MaxInt32), -1
+	for i := range s.FreeCPU {
+		if !s.Fits(i, r) {
+			continue
+		}
+		e := &entries[i]
+		if e.ver != s.Ver[i]+1 {
+			sc, g := p.score(s, i, r)
+			*e = fgdEntry{ver: s.Ver[i] + 1, score: int32(sc), gpu: int8(g)}
+		}
+		if e.score > bestScore || (e.score == bestScore && s.Prio[i] < bestPrio) {
+			best, bestScore, bestPrio, bestGPU = i, e.score, s.Prio[i], int(e.gpu)
+		}
+	}
+	if best < 0 {
+		return Wait
+	}
+	return Place(best, bestGPU)
+}
+
+// baseFrag returns F_n(M) of machine i now, cached by version.
+func (p *FGD) baseFrag(s *State, i int) float64 {
+	if p.ver[i] != s.Ver[i]+1 {
+		p.base[i] = p.target.NodeFrag(s.FreeCPU[i], s.Model(i), s.GPUs(i))
+		p.ver[i] = s.Ver[i] + 1
+	}
+	return p.base[i]
+}
+
+// score returns the FGD score of placing r on machine i and, for share
+// requests, the GPU that achieves it.
+func (p *FGD) score(s *State, i int, r *Request) (int, int) {
+	before := p.baseFrag(s, i)
+	gs := s.GPUs(i)
+	p.tmp = append(p.tmp[:0], gs...)
+	cpu := s.FreeCPU[i] - r.CPU
+	model := s.Model(i)
+	quant := func(after float64) int {
+		return int(100 * sigmoid((before-after)/1000))
+	}
+	switch {
+	case r.GPUs == 0:
+		return quant(p.target.NodeFrag(cpu, model, p.tmp)), -1
+	case r.Milli < MilliGPU:
+		best, bestGPU := math.MinInt, -1
+		for j, g := range gs {
+			if g < r.Milli {
+				continue
+			}
+			p.tmp[j] = g - r.Milli
+			sc := quant(p.target.NodeFrag(cpu, model, p.tmp))
+			p.tmp[j] = g
+			if sc > best {
+				best, bestGPU = sc, j
+			}
+		}
+		return best, bestGPU
+	default:
+		need := r.GPUs
+		for j := range p.tmp {
+			if need > 0 && p.tmp[j] == MilliGPU {
+				p.tmp[j] = 0
+				need--
+			}
+		}
+		return quant(p.target.NodeFrag(cpu, model, p.tmp)), -1
+	}
+}
+
+func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
