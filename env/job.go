@@ -29,10 +29,10 @@ func (k Kind) String() string {
 type QoS uint8
 
 const (
-	BestEffort QoS = iota // BE: may be preempted, no guarantees
-	Burstable             // requests < limits
-	Guaranteed            // requests == limits
-	LatencySensitive      // LS: latency critical (Alibaba's LS class)
+	BestEffort       QoS = iota // BE: may be preempted, no guarantees
+	Burstable                   // requests < limits
+	Guaranteed                  // requests == limits
+	LatencySensitive            // LS: latency critical (Alibaba's LS class)
 )
 
 var qosNames = [...]string{"BE", "Burstable", "Guaranteed", "LS"}

@@ -264,10 +264,10 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		return nil, err
 	}
 	type mrow struct {
-		id         string
-		fd1, fd2   int64
-		cpu, mem   int64
-		first      int
+		id       string
+		fd1, fd2 int64
+		cpu, mem int64
+		first    int
 	}
 	var rows []mrow
 	seen := map[string]bool{}
