@@ -270,7 +270,7 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		first    int
 	}
 	var rows []mrow
-	seen := map[string]bool{}
+	seen := map[string]int{}
 	for {
 		ok, err := t.next()
 		if err != nil {
@@ -286,13 +286,18 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		if _, err := t.float("time_stamp"); err != nil {
 			return nil, err
 		}
-		fd1, err := t.nonneg("failure_domain_1", 1<<30)
-		if err != nil {
-			return nil, err
+		// The real table leaves a failure domain empty on some rows; a
+		// machine takes the first value any of its rows gives (-1: none).
+		fd1, fd2 := int64(-1), int64(-1)
+		if t.str("failure_domain_1") != "" {
+			if fd1, err = t.nonneg("failure_domain_1", 1<<30); err != nil {
+				return nil, err
+			}
 		}
-		fd2, err := t.nonneg("failure_domain_2", 1<<30)
-		if err != nil {
-			return nil, err
+		if t.str("failure_domain_2") != "" {
+			if fd2, err = t.nonneg("failure_domain_2", 1<<30); err != nil {
+				return nil, err
+			}
 		}
 		cores, err := t.nonneg("cpu_num", 1<<20)
 		if err != nil {
@@ -308,11 +313,17 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		if mem <= 0 {
 			return nil, t.fail("mem_size", "%v must be > 0", mem)
 		}
-		if seen[id] {
+		if k, ok := seen[id]; ok {
+			if rows[k].fd1 < 0 {
+				rows[k].fd1 = fd1
+			}
+			if rows[k].fd2 < 0 {
+				rows[k].fd2 = fd2
+			}
 			continue
 		}
-		seen[id] = true
-		rows = append(rows, mrow{id: id, fd1: fd1, fd2: fd2, cpu: cores * 1000, mem: int64(mem / 100 * float64(opt.MemMiB)), first: t.line})
+		seen[id] = len(rows)
+		rows = append(rows, mrow{id: id, fd1: fd1, fd2: fd2, cpu: cores * 1000, mem: int64(mem / 100 * float64(opt.MemMiB))})
 	}
 	if len(rows) == 0 {
 		return nil, &ParseError{File: file, Line: 1, Err: fmt.Errorf("no machines")}
