@@ -1,0 +1,148 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+)
+
+// Conv1D convolves x of shape [N, T, Cin] over time with a kernel of size k
+// and weights w of shape [k*Cin, Cout], where row kk*Cin+c of w weights input
+// channel c at kernel offset kk. With same=false the convolution is 'valid'
+// (output length T-k+1); with same=true the input is zero-padded by (k-1)/2
+// steps before and k-1-(k-1)/2 after, so the output length is T. The result
+// has shape [N, Tout, Cout]; add a bias with [Tape.AddBias].
+//
+// It is computed as im2col followed by one matrix product, so the work is
+// done by the BLAS; the column buffer is kept on the tape for the backward
+// pass.
+func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
+	checkRank("Conv1D", x, 3)
+	checkRank("Conv1D", w, 2)
+	n, tin, cin := x.Shape[0], x.Shape[1], x.Shape[2]
+	cout := w.Shape[1]
+	if k < 1 || w.Shape[0] != k*cin {
+		panic(fmt.Sprintf("nn: Conv1D: weights %v do not match kernel %d and input %v", w.Shape, k, x.Shape))
+	}
+	pad, tout := 0, tin-k+1
+	if same {
+		pad, tout = (k-1)/2, tin
+	}
+	if tout < 0 {
+		tout = 0
+	}
+	kc := k * cin
+	col := tp.alloc(false, n*tout, kc)
+	for b := 0; b < n; b++ {
+		for t := 0; t < tout; t++ {
+			dst := col.Data[(b*tout+t)*kc : (b*tout+t+1)*kc]
+			for kk := 0; kk < k; kk++ {
+				if s := t + kk - pad; s >= 0 && s < tin {
+					copy(dst[kk*cin:(kk+1)*cin], x.Data[(b*tin+s)*cin:(b*tin+s+1)*cin])
+				}
+			}
+		}
+	}
+	out := tp.alloc(x.RequiresGrad || w.RequiresGrad, n, tout, cout)
+	gemm(false, false, n*tout, cout, kc, 1, col.Data, kc, w.Data, cout, 0, out.Data, cout)
+	tp.record(node[T]{op: opConv1D, out: out, a: x, b: w, aux: col, i0: k, i1: pad, i2: tout})
+	return out
+}
+
+func (tp *Tape[T]) backConv1D(n *node[T]) {
+	x, w, col, g := n.a, n.b, n.aux, n.out.Grad
+	nb, tin, cin := x.Shape[0], x.Shape[1], x.Shape[2]
+	cout := w.Shape[1]
+	k, pad, tout := n.i0, n.i1, n.i2
+	kc := k * cin
+	rows := nb * tout
+	if gw := gradOf(w); gw != nil {
+		gemm(true, false, kc, cout, rows, 1, col.Data, kc, g, cout, 1, gw, cout)
+	}
+	gx := gradOf(x)
+	if gx == nil {
+		return
+	}
+	// Reuse the column buffer for dcol: the forward values are no longer needed.
+	dcol := col.Data
+	gemm(false, true, rows, kc, cout, 1, g, cout, w.Data, cout, 0, dcol, kc)
+	for b := 0; b < nb; b++ {
+		for t := 0; t < tout; t++ {
+			src := dcol[(b*tout+t)*kc : (b*tout+t+1)*kc]
+			for kk := 0; kk < k; kk++ {
+				if s := t + kk - pad; s >= 0 && s < tin {
+					addTo(gx[(b*tin+s)*cin:(b*tin+s+1)*cin], src[kk*cin:(kk+1)*cin])
+				}
+			}
+		}
+	}
+}
+
+// LayerNorm normalises each row (last dimension, size D) of x to zero mean
+// and unit variance, then scales by gain and shifts by bias (both of
+// length D): y = (x-μ)/√(σ²+eps)·gain + bias.
+func (tp *Tape[T]) LayerNorm(x, gain, bias *Tensor[T], eps float64) *Tensor[T] {
+	d := x.cols()
+	if len(gain.Data) != d || len(bias.Data) != d {
+		panic(fmt.Sprintf("nn: LayerNorm: gain %v and bias %v do not match rows of %v", gain.Shape, bias.Shape, x.Shape))
+	}
+	nr := x.rows()
+	out := tp.alloc(x.RequiresGrad || gain.RequiresGrad || bias.RequiresGrad, x.Shape...)
+	xhat := tp.alloc(false, nr, d)
+	rstd := tp.alloc(false, nr)
+	for r := 0; r < nr; r++ {
+		xr := x.Data[r*d : (r+1)*d]
+		var mu, v float64
+		for _, e := range xr {
+			mu += f64(e)
+		}
+		mu /= float64(d)
+		for _, e := range xr {
+			t := f64(e) - mu
+			v += t * t
+		}
+		v /= float64(d)
+		rs := 1 / math.Sqrt(v+eps)
+		rstd.Data[r] = T(rs)
+		hr, or := xhat.Data[r*d:(r+1)*d], out.Data[r*d:(r+1)*d]
+		for j, e := range xr {
+			h := T((f64(e) - mu) * rs)
+			hr[j] = h
+			or[j] = h*gain.Data[j] + bias.Data[j]
+		}
+	}
+	tp.record(node[T]{op: opLayerNorm, out: out, a: x, b: gain, c: bias, aux: xhat, aux2: rstd})
+	return out
+}
+
+func backLayerNorm[T Float](n *node[T]) {
+	gx, gg, gbias := gradOf(n.a), gradOf(n.b), gradOf(n.c)
+	d := n.a.cols()
+	g := n.out.Grad
+	gain := n.b.Data
+	for r := 0; r < n.a.rows(); r++ {
+		gr, hr := g[r*d:(r+1)*d], n.aux.Data[r*d:(r+1)*d]
+		if gg != nil {
+			for j, v := range gr {
+				gg[j] += v * hr[j]
+			}
+		}
+		addTo(gbias, gr)
+		if gx == nil {
+			continue
+		}
+		// dx = rstd·(dxhat - mean(dxhat) - xhat·mean(dxhat·xhat)), dxhat = g·gain.
+		var m1, m2 float64
+		for j, v := range gr {
+			dh := f64(v * gain[j])
+			m1 += dh
+			m2 += dh * f64(hr[j])
+		}
+		m1 /= float64(d)
+		m2 /= float64(d)
+		rs := f64(n.aux2.Data[r])
+		dr := gx[r*d : (r+1)*d]
+		for j, v := range gr {
+			dr[j] += T(rs * (f64(v*gain[j]) - m1 - f64(hr[j])*m2))
+		}
+	}
+}

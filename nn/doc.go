@@ -1,0 +1,51 @@
+// Package nn holds the project's numeric kernels: dense tensors, a
+// reverse-mode automatic differentiation tape, the operations built on it,
+// optimisers, initialisers, layers and safetensors weight files.
+//
+// # Tensors
+//
+// A [Tensor] is a row-major, contiguous slice of float32 or float64 with a
+// shape. Models train and serve in float32; every operation is generic over
+// [Float] so the same code runs in float64, where finite-difference gradient
+// checks are exact enough to catch mistakes.
+//
+// # Why a tape
+//
+// Models in this project are small and their graphs change with the input
+// (graph sizes, masks, sequence lengths), so the graph is recorded while the
+// forward pass runs ("define by run") instead of being built ahead of time.
+// Each [Tape] method computes its result immediately and appends one record
+// to the tape; [Tape.Backward] replays the records in reverse to accumulate
+// gradients. Operations are coarse (a matmul, a softmax over rows, a layer
+// norm) so that the tape holds few records and each backward pass is a tight
+// loop over contiguous memory.
+//
+// # How buffers are reused
+//
+// A training step is expected to allocate (almost) nothing once warm. The
+// tape owns every tensor it returns: results and gradient buffers come from
+// an arena that [Tape.Reset] rewinds without freeing. Because a training step
+// issues the same operations with the same shapes each time, the n-th tensor
+// requested after a reset reuses the memory of the n-th tensor of the
+// previous step. Records are plain structs in a slice (no closures), so
+// recording does not allocate either. Tensors returned by a tape are
+// therefore only valid until the next Reset; parameters, inputs and anything
+// that must outlive a step are ordinary tensors created with [NewTensor] or
+// [Zeros] and are never touched by Reset.
+//
+// Index slices and masks passed to operations are kept by reference until
+// Backward; callers must not change them in between.
+//
+// # Errors
+//
+// Shape mismatches and out-of-range indices in operations are programming
+// errors and panic with a message naming the operation, as in gonum. Data
+// read from outside (safetensors files) is validated and reported as errors.
+//
+// # BLAS
+//
+// Matrix products go through one function that calls gonum's blas32/blas64.
+// The default build is pure Go. Building with the openblas tag (needs cgo and
+// libopenblas-dev) installs gonum.org/v1/netlib's OpenBLAS binding as the
+// BLAS implementation; nothing else changes.
+package nn

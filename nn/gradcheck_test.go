@@ -1,0 +1,280 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// gradCase describes one gradient check: f builds an output from the leaf
+// tensors in on a tape; the check compares Backward's gradients of
+// sum(out ⊙ R), R random, with central finite differences.
+type gradCase struct {
+	name string
+	in   []*Tensor[float64]
+	f    func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64]
+}
+
+const (
+	fdStep = 1e-5
+	fdTol  = 1e-6
+)
+
+func checkGrad(t *testing.T, rng *rand.Rand, c gradCase) {
+	t.Helper()
+	tp := NewTape[float64]()
+	out := c.f(tp, c.in)
+	r := NewTensor(randn(rng, len(out.Data)), out.Shape...)
+	for _, x := range c.in {
+		x.RequiresGrad = true
+		x.Grad = make([]float64, len(x.Data))
+	}
+	tp.Reset()
+	out = c.f(tp, c.in)
+	loss := tp.SumAll(tp.Mul(out, r))
+	tp.Backward(loss)
+	eval := func() float64 {
+		tp.Reset()
+		o := c.f(tp, c.in)
+		var s float64
+		for i, v := range o.Data {
+			s += v * r.Data[i]
+		}
+		return s
+	}
+	// Check the recorded loss equals the direct evaluation.
+	if got, want := loss.Data[0], eval(); math.Abs(got-want) > 1e-12*max(1, math.Abs(want)) {
+		t.Fatalf("%s: loss %v, direct %v", c.name, got, want)
+	}
+	worst := 0.0
+	for k, x := range c.in {
+		for i := range x.Data {
+			orig := x.Data[i]
+			x.Data[i] = orig + fdStep
+			lp := eval()
+			x.Data[i] = orig - fdStep
+			lm := eval()
+			x.Data[i] = orig
+			num := (lp - lm) / (2 * fdStep)
+			ana := x.Grad[i]
+			rel := math.Abs(num-ana) / max(math.Abs(num), math.Abs(ana), 1e-3)
+			worst = max(worst, rel)
+			if !(rel <= fdTol) {
+				t.Errorf("%s: input %d element %d: analytic %.12g numeric %.12g (rel %.3g)", c.name, k, i, ana, num, rel)
+				return
+			}
+		}
+	}
+	t.Logf("%s: worst relative error %.2g", c.name, worst)
+}
+
+func randn(rng *rand.Rand, n int) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = rng.NormFloat64()
+	}
+	return d
+}
+
+// randAway returns normal samples at least gap away from each point in avoid,
+// so that kinks (relu at 0, clip bounds) are not straddled by the finite
+// difference.
+func randAway(rng *rand.Rand, n int, gap float64, avoid ...float64) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+	again:
+		v := rng.NormFloat64()
+		for _, a := range avoid {
+			if math.Abs(v-a) < gap {
+				goto again
+			}
+		}
+		d[i] = v
+	}
+	return d
+}
+
+func randu(rng *rand.Rand, n int, lo, hi float64) []float64 {
+	d := make([]float64, n)
+	for i := range d {
+		d[i] = lo + (hi-lo)*rng.Float64()
+	}
+	return d
+}
+
+func tn(d []float64, shape ...int) *Tensor[float64] { return NewTensor(d, shape...) }
+
+func randMask(rng *rand.Rand, rows, cols int) []bool {
+	m := make([]bool, rows*cols)
+	for r := 0; r < rows; r++ {
+		for j := 0; j < cols; j++ {
+			m[r*cols+j] = rng.IntN(3) > 0
+		}
+		m[r*cols+rng.IntN(cols)] = true // at least one legal entry per row
+	}
+	return m
+}
+
+func dims(rng *rand.Rand) (int, int, int) { return 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5) }
+
+func TestGradients(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var cases []gradCase
+	add := func(name string, f func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64], in ...*Tensor[float64]) {
+		cases = append(cases, gradCase{name: name, in: in, f: f})
+	}
+	for rep := 0; rep < 3; rep++ {
+		m, k, n := dims(rng)
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				as, bs := []int{m, k}, []int{k, n}
+				if ta {
+					as = []int{k, m}
+				}
+				if tb {
+					bs = []int{n, k}
+				}
+				add(fmt.Sprintf("MatMul/%d/tA=%v/tB=%v", rep, ta, tb), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+					return tp.MatMul(in[0], in[1], ta, tb)
+				}, tn(randn(rng, m*k), as...), tn(randn(rng, k*n), bs...))
+			}
+		}
+		add("Add", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Add(in[0], in[1]) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		add("Sub", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Sub(in[0], in[1]) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		add("Mul", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Mul(in[0], in[1]) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		a := randn(rng, m*n)
+		b := make([]float64, len(a))
+		for i := range b {
+			b[i] = a[i] + randAway(rng, 1, 1e-2, 0)[0]
+		}
+		add("Minimum", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Minimum(in[0], in[1]) },
+			tn(a, m, n), tn(b, m, n))
+		add("AddBias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.AddBias(in[0], in[1]) },
+			tn(randn(rng, m*k*n), m, k, n), tn(randn(rng, n), n))
+		add("Scale", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Scale(in[0], -2.5) },
+			tn(randn(rng, m*n), m, n))
+		add("Clip", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Clip(in[0], -0.5, 0.7) },
+			tn(randAway(rng, m*n, 1e-3, -0.5, 0.7), m, n))
+		add("ReLU", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.ReLU(in[0]) },
+			tn(randAway(rng, m*n, 1e-3, 0), m, n))
+		for name, f := range map[string]func(*Tape[float64], *Tensor[float64]) *Tensor[float64]{
+			"Tanh": (*Tape[float64]).Tanh, "Sigmoid": (*Tape[float64]).Sigmoid, "SiLU": (*Tape[float64]).SiLU,
+			"GELU": (*Tape[float64]).GELU, "Exp": (*Tape[float64]).Exp, "Square": (*Tape[float64]).Square,
+		} {
+			add(name, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return f(tp, in[0]) },
+				tn(randn(rng, m*n), m, n))
+		}
+		add("Log", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Log(in[0]) },
+			tn(randu(rng, m*n, 0.2, 3), m, n))
+		add("SumAll", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SumAll(in[0]) },
+			tn(randn(rng, m*n), m, n))
+		add("MeanAll", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.MeanAll(in[0]) },
+			tn(randn(rng, m*n), m, n))
+		for axis := 0; axis < 2; axis++ {
+			add(fmt.Sprintf("Sum/axis=%d", axis), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Sum(in[0], axis) },
+				tn(randn(rng, m*n), m, n))
+			add(fmt.Sprintf("Mean/axis=%d", axis), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Mean(in[0], axis) },
+				tn(randn(rng, m*n), m, n))
+		}
+		add("Reshape", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Reshape(in[0], n, m) },
+			tn(randn(rng, m*n), m, n))
+		add("Concat/axis=0", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Concat(in[0], in[1], 0) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, k*n), k, n))
+		add("Concat/axis=1", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Concat(in[0], in[1], 1) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k))
+		add("Slice/axis=0", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Slice(in[0], 0, 1, m+1) },
+			tn(randn(rng, (m+2)*n), m+2, n))
+		add("Slice/axis=1", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Slice(in[0], 1, 1, n+1) },
+			tn(randn(rng, m*(n+2)), m, n+2))
+		idx := make([]int, 2*m+1)
+		for i := range idx {
+			idx[i] = rng.IntN(m) // repeats guaranteed
+		}
+		add("GatherRows", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.GatherRows(in[0], idx) },
+			tn(randn(rng, m*k*n), m, k, n))
+		// Segments: nseg > rows guarantees empty segments, rows repeat segments.
+		rows := 2*m + 2
+		nseg := rows + 2
+		seg := make([]int, rows)
+		for i := range seg {
+			seg[i] = rng.IntN(nseg / 3)
+		}
+		seg[0] = nseg - 1
+		add("SegmentSum", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentSum(in[0], seg, nseg) },
+			tn(randn(rng, rows*n), rows, n))
+		add("SegmentMean", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentMean(in[0], seg, nseg) },
+			tn(randn(rng, rows*k*n), rows, k, n))
+		add("SegmentMax", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentMax(in[0], seg, nseg) },
+			tn(randn(rng, rows*n), rows, n))
+		c := n + 1
+		mask := randMask(rng, m, c)
+		for _, mk := range [][]bool{nil, mask} {
+			label := fmt.Sprintf("masked=%v", mk != nil)
+			add("Softmax/"+label, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Softmax(in[0], mk) },
+				tn(randn(rng, m*c), m, c))
+			add("LogSoftmax/"+label, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.LogSoftmax(in[0], mk) },
+				tn(randn(rng, m*c), m, c))
+			targets := make([]int, m)
+			for r := range targets {
+				for {
+					targets[r] = rng.IntN(c)
+					if mk == nil || mk[r*c+targets[r]] {
+						break
+					}
+				}
+			}
+			add("CrossEntropy/"+label, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+				return tp.CrossEntropy(in[0], mk, targets)
+			}, tn(randn(rng, m*c), m, c))
+			add("CategoricalLogProb/"+label, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+				return tp.CategoricalLogProb(in[0], mk, targets)
+			}, tn(randn(rng, m*c), m, c))
+			add("CategoricalEntropy/"+label, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+				return tp.CategoricalEntropy(in[0], mk)
+			}, tn(randn(rng, m*c), m, c))
+		}
+		add("MSE", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.MSE(in[0], in[1]) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		add("BetaLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.BetaLogProb(in[0], in[1], in[2]) },
+			tn(randu(rng, m*n, 0.3, 6), m, n), tn(randu(rng, m*n, 0.3, 6), m, n), tn(randu(rng, m*n, 0.05, 0.95), m, n))
+		add("BetaEntropy", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.BetaEntropy(in[0], in[1]) },
+			tn(randu(rng, m*n, 0.3, 15), m, n), tn(randu(rng, m*n, 0.3, 15), m, n))
+		add("GaussianLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.GaussianLogProb(in[0], in[1], in[2]) },
+			tn(randn(rng, m*n), m, n), tn(randu(rng, m*n, -1, 1), m, n), tn(randn(rng, m*n), m, n))
+		add("GaussianLogProb/sharedStd", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.GaussianLogProb(in[0], in[1], in[2])
+		}, tn(randn(rng, m*n), m, n), tn(randu(rng, n, -1, 1), n), tn(randn(rng, m*n), m, n))
+		add("GaussianEntropy", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.GaussianEntropy(in[0]) },
+			tn(randn(rng, n), n))
+		for _, same := range []bool{false, true} {
+			kk := 1 + rng.IntN(4)
+			tlen := kk + rng.IntN(4)
+			cin, cout := 1+rng.IntN(3), 1+rng.IntN(3)
+			add(fmt.Sprintf("Conv1D/k=%d/same=%v", kk, same), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+				return tp.Conv1D(in[0], in[1], kk, same)
+			}, tn(randn(rng, m*tlen*cin), m, tlen, cin), tn(randn(rng, kk*cin*cout), kk*cin, cout))
+		}
+		add("LayerNorm", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.LayerNorm(in[0], in[1], in[2], 1e-5) },
+			tn(randn(rng, m*k*(n+1)), m, k, n+1), tn(randn(rng, n+1), n+1), tn(randn(rng, n+1), n+1))
+	}
+	for _, c := range cases {
+		checkGrad(t, rng, c)
+	}
+}
+
+// TestGradientsComposite checks a chain of operations where gradients of
+// intermediate tape tensors accumulate from several consumers.
+func TestGradientsComposite(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	w1, b1 := tn(randn(rng, 6*5), 6, 5), tn(randn(rng, 5), 5)
+	x := tn(randn(rng, 4*6), 4, 6)
+	checkGrad(t, rng, gradCase{name: "composite", in: []*Tensor[float64]{w1, b1, x}, f: func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+		h := tp.Tanh(tp.AddBias(tp.MatMul(in[2], in[0], false, false), in[1]))
+		h2 := tp.Mul(h, h)
+		return tp.Add(tp.LogSoftmax(h2, nil), tp.Softmax(h, nil))
+	}})
+}

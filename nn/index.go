@@ -1,0 +1,155 @@
+package nn
+
+import "fmt"
+
+// GatherRows returns the rows x[idx[0]], x[idx[1]], ... where a row is
+// everything below the first dimension of x; the result has shape
+// [len(idx), x.Shape[1:]...]. Indices may repeat; their gradients add up.
+func (tp *Tape[T]) GatherRows(x *Tensor[T], idx []int) *Tensor[T] {
+	nrow, stride := x.lead()
+	out := tp.allocLead(x, len(idx))
+	for i, r := range idx {
+		if r < 0 || r >= nrow {
+			panic(fmt.Sprintf("nn: GatherRows: index %d at position %d out of range [0, %d)", r, i, nrow))
+		}
+		copy(out.Data[i*stride:(i+1)*stride], x.Data[r*stride:(r+1)*stride])
+	}
+	tp.record(node[T]{op: opGather, out: out, a: x, idx: idx})
+	return out
+}
+
+func backGather[T Float](n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	_, stride := n.a.lead()
+	g := n.out.Grad
+	for i, r := range n.idx {
+		addTo(ga[r*stride:(r+1)*stride], g[i*stride:(i+1)*stride])
+	}
+}
+
+// allocLead allocates a tensor shaped like x but with first dimension n.
+func (tp *Tape[T]) allocLead(x *Tensor[T], n int) *Tensor[T] {
+	var buf [4]int
+	shape := append(buf[:0], x.Shape...)
+	if len(shape) == 0 {
+		shape = append(shape, n)
+	} else {
+		shape[0] = n
+	}
+	return tp.alloc(x.RequiresGrad, shape...)
+}
+
+func checkSegments[T Float](op string, x *Tensor[T], seg []int, nseg int) {
+	nrow, _ := x.lead()
+	if len(seg) != nrow {
+		panic(fmt.Sprintf("nn: %s: %d segment ids for %d rows", op, len(seg), nrow))
+	}
+	for i, s := range seg {
+		if s < 0 || s >= nseg {
+			panic(fmt.Sprintf("nn: %s: segment id %d of row %d out of range [0, %d)", op, s, i, nseg))
+		}
+	}
+}
+
+// SegmentSum adds row i of x into row seg[i] of the result, which has shape
+// [nseg, x.Shape[1:]...]. Segments that receive no rows are zero. Segment
+// ids need not be sorted.
+func (tp *Tape[T]) SegmentSum(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
+	return tp.segSum(x, seg, nseg, false)
+}
+
+// SegmentMean averages the rows of x by segment (see [Tape.SegmentSum]);
+// empty segments are zero.
+func (tp *Tape[T]) SegmentMean(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
+	return tp.segSum(x, seg, nseg, true)
+}
+
+func (tp *Tape[T]) segSum(x *Tensor[T], seg []int, nseg int, mean bool) *Tensor[T] {
+	checkSegments("SegmentSum", x, seg, nseg)
+	_, stride := x.lead()
+	out := tp.allocLead(x, nseg)
+	for i, s := range seg {
+		addTo(out.Data[s*stride:(s+1)*stride], x.Data[i*stride:(i+1)*stride])
+	}
+	var counts []int
+	if mean {
+		counts = tp.allocInts(nseg)
+		clear(counts)
+		for _, s := range seg {
+			counts[s]++
+		}
+		for s, c := range counts {
+			if c > 1 {
+				inv := 1 / T(c)
+				row := out.Data[s*stride : (s+1)*stride]
+				for j := range row {
+					row[j] *= inv
+				}
+			}
+		}
+	}
+	tp.record(node[T]{op: opSegSum, out: out, a: x, idx: seg, ints: counts})
+	return out
+}
+
+func backSegSum[T Float](n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	_, stride := n.a.lead()
+	g := n.out.Grad
+	for i, s := range n.idx {
+		dst, src := ga[i*stride:(i+1)*stride], g[s*stride:(s+1)*stride]
+		if n.ints == nil {
+			addTo(dst, src)
+			continue
+		}
+		inv := 1 / T(n.ints[s])
+		for j, v := range src {
+			dst[j] += v * inv
+		}
+	}
+}
+
+// SegmentMax takes the elementwise maximum of the rows of x by segment (see
+// [Tape.SegmentSum]); empty segments are zero. The gradient of each output
+// element goes to the row that attained the maximum (the first, on ties).
+func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
+	checkSegments("SegmentMax", x, seg, nseg)
+	_, stride := x.lead()
+	out := tp.allocLead(x, nseg)
+	arg := tp.allocInts(nseg * stride)
+	for i := range arg {
+		arg[i] = -1
+	}
+	for i, s := range seg {
+		xr := x.Data[i*stride : (i+1)*stride]
+		or := out.Data[s*stride : (s+1)*stride]
+		ar := arg[s*stride : (s+1)*stride]
+		for j, v := range xr {
+			if ar[j] < 0 || v > or[j] {
+				or[j] = v
+				ar[j] = i
+			}
+		}
+	}
+	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg, ints: arg})
+	return out
+}
+
+func backSegMax[T Float](n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	_, stride := n.a.lead()
+	for k, v := range n.out.Grad {
+		if r := n.ints[k]; r >= 0 {
+			ga[r*stride+k%stride] += v
+		}
+	}
+}

@@ -1,0 +1,592 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+)
+
+// MatMul returns op(a)·op(b) for 2-D a and b, where op transposes its
+// argument when the corresponding flag is set.
+func (tp *Tape[T]) MatMul(a, b *Tensor[T], transA, transB bool) *Tensor[T] {
+	checkRank("MatMul", a, 2)
+	checkRank("MatMul", b, 2)
+	m, k := a.Shape[0], a.Shape[1]
+	if transA {
+		m, k = k, m
+	}
+	k2, n := b.Shape[0], b.Shape[1]
+	if transB {
+		k2, n = n, k2
+	}
+	if k != k2 {
+		panic(fmt.Sprintf("nn: MatMul: inner dimensions differ: %v (trans %v) and %v (trans %v)", a.Shape, transA, b.Shape, transB))
+	}
+	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, m, n)
+	gemm(transA, transB, m, n, k, 1, a.Data, a.Shape[1], b.Data, b.Shape[1], 0, out.Data, n)
+	tp.record(node[T]{op: opMatMul, out: out, a: a, b: b, t0: transA, t1: transB, i0: m, i1: n, i2: k})
+	return out
+}
+
+func backMatMul[T Float](n *node[T]) {
+	a, b, g := n.a, n.b, n.out.Grad
+	m, nn, k := n.i0, n.i1, n.i2
+	lda, ldb := a.Shape[1], b.Shape[1]
+	if ga := gradOf(a); ga != nil {
+		switch {
+		case !n.t0 && !n.t1: // dA[m,k] += dC·Bᵀ
+			gemm(false, true, m, k, nn, 1, g, nn, b.Data, ldb, 1, ga, lda)
+		case !n.t0 && n.t1: // dA[m,k] += dC·B
+			gemm(false, false, m, k, nn, 1, g, nn, b.Data, ldb, 1, ga, lda)
+		case n.t0 && !n.t1: // dA[k,m] += B·dCᵀ
+			gemm(false, true, k, m, nn, 1, b.Data, ldb, g, nn, 1, ga, lda)
+		default: // dA[k,m] += Bᵀ·dCᵀ
+			gemm(true, true, k, m, nn, 1, b.Data, ldb, g, nn, 1, ga, lda)
+		}
+	}
+	if gb := gradOf(b); gb != nil {
+		switch {
+		case !n.t0 && !n.t1: // dB[k,n] += Aᵀ·dC
+			gemm(true, false, k, nn, m, 1, a.Data, lda, g, nn, 1, gb, ldb)
+		case !n.t0 && n.t1: // dB[n,k] += dCᵀ·A
+			gemm(true, false, nn, k, m, 1, g, nn, a.Data, lda, 1, gb, ldb)
+		case n.t0 && !n.t1: // dB[k,n] += A·dC
+			gemm(false, false, k, nn, m, 1, a.Data, lda, g, nn, 1, gb, ldb)
+		default: // dB[n,k] += dCᵀ·Aᵀ
+			gemm(true, true, nn, k, m, 1, g, nn, a.Data, lda, 1, gb, ldb)
+		}
+	}
+}
+
+// Add returns a+b elementwise; the shapes must match.
+func (tp *Tape[T]) Add(a, b *Tensor[T]) *Tensor[T] {
+	checkSame("Add", a, b)
+	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	for i, x := range a.Data {
+		out.Data[i] = x + b.Data[i]
+	}
+	tp.record(node[T]{op: opAdd, out: out, a: a, b: b, f0: 1})
+	return out
+}
+
+// Sub returns a-b elementwise; the shapes must match.
+func (tp *Tape[T]) Sub(a, b *Tensor[T]) *Tensor[T] {
+	checkSame("Sub", a, b)
+	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	for i, x := range a.Data {
+		out.Data[i] = x - b.Data[i]
+	}
+	tp.record(node[T]{op: opSub, out: out, a: a, b: b, f0: -1})
+	return out
+}
+
+func backAddSub[T Float](n *node[T]) {
+	g := n.out.Grad
+	if ga := gradOf(n.a); ga != nil {
+		for i, v := range g {
+			ga[i] += v
+		}
+	}
+	if gb := gradOf(n.b); gb != nil {
+		s := T(n.f0)
+		for i, v := range g {
+			gb[i] += s * v
+		}
+	}
+}
+
+// Mul returns a*b elementwise; the shapes must match.
+func (tp *Tape[T]) Mul(a, b *Tensor[T]) *Tensor[T] {
+	checkSame("Mul", a, b)
+	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	for i, x := range a.Data {
+		out.Data[i] = x * b.Data[i]
+	}
+	tp.record(node[T]{op: opMul, out: out, a: a, b: b})
+	return out
+}
+
+func backMul[T Float](n *node[T]) {
+	g := n.out.Grad
+	if ga := gradOf(n.a); ga != nil {
+		for i, v := range g {
+			ga[i] += v * n.b.Data[i]
+		}
+	}
+	if gb := gradOf(n.b); gb != nil {
+		for i, v := range g {
+			gb[i] += v * n.a.Data[i]
+		}
+	}
+}
+
+// Minimum returns min(a, b) elementwise; the gradient goes to the smaller
+// argument (to a on ties). The shapes must match.
+func (tp *Tape[T]) Minimum(a, b *Tensor[T]) *Tensor[T] {
+	checkSame("Minimum", a, b)
+	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	for i, x := range a.Data {
+		out.Data[i] = min(x, b.Data[i])
+	}
+	tp.record(node[T]{op: opMin, out: out, a: a, b: b})
+	return out
+}
+
+func backMin[T Float](n *node[T]) {
+	g := n.out.Grad
+	ga, gb := gradOf(n.a), gradOf(n.b)
+	for i, v := range g {
+		if n.a.Data[i] <= n.b.Data[i] {
+			if ga != nil {
+				ga[i] += v
+			}
+		} else if gb != nil {
+			gb[i] += v
+		}
+	}
+}
+
+// AddBias returns x with the vector b added to every row (last dimension)
+// of x; len(b.Data) must equal the last dimension of x.
+func (tp *Tape[T]) AddBias(x, b *Tensor[T]) *Tensor[T] {
+	c := x.cols()
+	if len(b.Data) != c {
+		panic(fmt.Sprintf("nn: AddBias: bias shape %v does not match rows of %v", b.Shape, x.Shape))
+	}
+	out := tp.alloc(x.RequiresGrad || b.RequiresGrad, x.Shape...)
+	for r := 0; r < x.rows(); r++ {
+		xr, or := x.Data[r*c:(r+1)*c], out.Data[r*c:(r+1)*c]
+		for j, v := range xr {
+			or[j] = v + b.Data[j]
+		}
+	}
+	tp.record(node[T]{op: opAddBias, out: out, a: x, b: b})
+	return out
+}
+
+func backAddBias[T Float](n *node[T]) {
+	g := n.out.Grad
+	if ga := gradOf(n.a); ga != nil {
+		for i, v := range g {
+			ga[i] += v
+		}
+	}
+	if gb := gradOf(n.b); gb != nil {
+		c := len(gb)
+		for r := 0; r < len(g)/c; r++ {
+			for j, v := range g[r*c : (r+1)*c] {
+				gb[j] += v
+			}
+		}
+	}
+}
+
+// Scale returns s*x.
+func (tp *Tape[T]) Scale(x *Tensor[T], s float64) *Tensor[T] {
+	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	st := T(s)
+	for i, v := range x.Data {
+		out.Data[i] = st * v
+	}
+	tp.record(node[T]{op: opScale, out: out, a: x, f0: s})
+	return out
+}
+
+func backScale[T Float](n *node[T]) {
+	if ga := gradOf(n.a); ga != nil {
+		s := T(n.f0)
+		for i, v := range n.out.Grad {
+			ga[i] += s * v
+		}
+	}
+}
+
+// Clip returns x clamped to [lo, hi]. Elements outside the interval get no
+// gradient, as in PPO's clipped ratio.
+func (tp *Tape[T]) Clip(x *Tensor[T], lo, hi float64) *Tensor[T] {
+	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	l, h := T(lo), T(hi)
+	for i, v := range x.Data {
+		out.Data[i] = min(max(v, l), h)
+	}
+	tp.record(node[T]{op: opClip, out: out, a: x, f0: lo, f1: hi})
+	return out
+}
+
+func backClip[T Float](n *node[T]) {
+	if ga := gradOf(n.a); ga != nil {
+		l, h := T(n.f0), T(n.f1)
+		for i, v := range n.out.Grad {
+			if x := n.a.Data[i]; x >= l && x <= h {
+				ga[i] += v
+			}
+		}
+	}
+}
+
+type unaryKind uint8
+
+const (
+	unaryReLU unaryKind = iota
+	unaryTanh
+	unarySigmoid
+	unarySiLU
+	unaryGELU
+	unaryExp
+	unaryLog
+	unarySquare
+)
+
+// ReLU returns max(x, 0) elementwise.
+func (tp *Tape[T]) ReLU(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryReLU) }
+
+// Tanh returns tanh(x) elementwise.
+func (tp *Tape[T]) Tanh(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryTanh) }
+
+// Sigmoid returns 1/(1+exp(-x)) elementwise.
+func (tp *Tape[T]) Sigmoid(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unarySigmoid) }
+
+// SiLU returns x*sigmoid(x) elementwise.
+func (tp *Tape[T]) SiLU(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unarySiLU) }
+
+// GELU returns the tanh approximation of the Gaussian error linear unit,
+// 0.5x(1+tanh(√(2/π)(x+0.044715x³))), elementwise.
+func (tp *Tape[T]) GELU(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryGELU) }
+
+// Exp returns exp(x) elementwise.
+func (tp *Tape[T]) Exp(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryExp) }
+
+// Log returns the natural logarithm of x elementwise.
+func (tp *Tape[T]) Log(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryLog) }
+
+// Square returns x² elementwise.
+func (tp *Tape[T]) Square(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unarySquare) }
+
+const (
+	geluC = 0.7978845608028654 // √(2/π)
+	geluA = 0.044715
+)
+
+func sigmoid(x float64) float64 {
+	if x >= 0 {
+		return 1 / (1 + math.Exp(-x))
+	}
+	e := math.Exp(x)
+	return e / (1 + e)
+}
+
+func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
+	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	y := out.Data
+	switch k {
+	case unaryReLU:
+		for i, v := range x.Data {
+			y[i] = max(v, 0)
+		}
+	case unaryTanh:
+		for i, v := range x.Data {
+			y[i] = T(math.Tanh(f64(v)))
+		}
+	case unarySigmoid:
+		for i, v := range x.Data {
+			y[i] = T(sigmoid(f64(v)))
+		}
+	case unarySiLU:
+		for i, v := range x.Data {
+			y[i] = T(f64(v) * sigmoid(f64(v)))
+		}
+	case unaryGELU:
+		for i, v := range x.Data {
+			u := f64(v)
+			y[i] = T(0.5 * u * (1 + math.Tanh(geluC*(u+geluA*u*u*u))))
+		}
+	case unaryExp:
+		for i, v := range x.Data {
+			y[i] = T(math.Exp(f64(v)))
+		}
+	case unaryLog:
+		for i, v := range x.Data {
+			y[i] = T(math.Log(f64(v)))
+		}
+	case unarySquare:
+		for i, v := range x.Data {
+			y[i] = v * v
+		}
+	}
+	tp.record(node[T]{op: opUnary, out: out, a: x, unary: k})
+	return out
+}
+
+func backUnary[T Float](n *node[T]) {
+	gx := gradOf(n.a)
+	if gx == nil {
+		return
+	}
+	x, y, g := n.a.Data, n.out.Data, n.out.Grad
+	switch n.unary {
+	case unaryReLU:
+		for i, v := range g {
+			if x[i] > 0 {
+				gx[i] += v
+			}
+		}
+	case unaryTanh:
+		for i, v := range g {
+			gx[i] += v * (1 - y[i]*y[i])
+		}
+	case unarySigmoid:
+		for i, v := range g {
+			gx[i] += v * y[i] * (1 - y[i])
+		}
+	case unarySiLU:
+		for i, v := range g {
+			u := f64(x[i])
+			s := sigmoid(u)
+			gx[i] += v * T(s*(1+u*(1-s)))
+		}
+	case unaryGELU:
+		for i, v := range g {
+			u := f64(x[i])
+			th := math.Tanh(geluC * (u + geluA*u*u*u))
+			d := 0.5*(1+th) + 0.5*u*(1-th*th)*geluC*(1+3*geluA*u*u)
+			gx[i] += v * T(d)
+		}
+	case unaryExp:
+		for i, v := range g {
+			gx[i] += v * y[i]
+		}
+	case unaryLog:
+		for i, v := range g {
+			gx[i] += v / x[i]
+		}
+	case unarySquare:
+		for i, v := range g {
+			gx[i] += 2 * v * x[i]
+		}
+	}
+}
+
+// SumAll returns the sum of all elements as a one-element tensor of shape [1].
+func (tp *Tape[T]) SumAll(x *Tensor[T]) *Tensor[T] { return tp.sumAll(x, 1) }
+
+// MeanAll returns the mean of all elements as a one-element tensor of shape [1].
+func (tp *Tape[T]) MeanAll(x *Tensor[T]) *Tensor[T] {
+	if len(x.Data) == 0 {
+		panic("nn: MeanAll of empty tensor")
+	}
+	return tp.sumAll(x, 1/float64(len(x.Data)))
+}
+
+func (tp *Tape[T]) sumAll(x *Tensor[T], scale float64) *Tensor[T] {
+	out := tp.alloc(x.RequiresGrad, 1)
+	var s float64 // accumulate in float64: sums over a batch lose bits in float32
+	for _, v := range x.Data {
+		s += f64(v)
+	}
+	out.Data[0] = T(s * scale)
+	tp.record(node[T]{op: opSumAll, out: out, a: x, f0: scale})
+	return out
+}
+
+func backSumAll[T Float](n *node[T]) {
+	if ga := gradOf(n.a); ga != nil {
+		g := n.out.Grad[0] * T(n.f0)
+		for i := range ga {
+			ga[i] += g
+		}
+	}
+}
+
+// Sum sums a 2-D tensor over axis 0 (giving shape [cols]) or axis 1
+// (giving shape [rows]).
+func (tp *Tape[T]) Sum(x *Tensor[T], axis int) *Tensor[T] { return tp.sumAxis(x, axis, false) }
+
+// Mean averages a 2-D tensor over axis 0 (giving shape [cols]) or axis 1
+// (giving shape [rows]).
+func (tp *Tape[T]) Mean(x *Tensor[T], axis int) *Tensor[T] { return tp.sumAxis(x, axis, true) }
+
+func (tp *Tape[T]) sumAxis(x *Tensor[T], axis int, mean bool) *Tensor[T] {
+	checkRank("Sum", x, 2)
+	r, c := x.Shape[0], x.Shape[1]
+	if axis != 0 && axis != 1 {
+		panic(fmt.Sprintf("nn: Sum: axis %d of a 2-D tensor", axis))
+	}
+	n := []int{r, c}[axis]
+	scale := 1.0
+	if mean && n > 0 {
+		scale = 1 / float64(n)
+	}
+	s := T(scale)
+	var out *Tensor[T]
+	if axis == 0 {
+		out = tp.alloc(x.RequiresGrad, c)
+		for i := 0; i < r; i++ {
+			for j, v := range x.Data[i*c : (i+1)*c] {
+				out.Data[j] += v
+			}
+		}
+	} else {
+		out = tp.alloc(x.RequiresGrad, r)
+		for i := 0; i < r; i++ {
+			var acc T
+			for _, v := range x.Data[i*c : (i+1)*c] {
+				acc += v
+			}
+			out.Data[i] = acc
+		}
+	}
+	for i := range out.Data {
+		out.Data[i] *= s
+	}
+	tp.record(node[T]{op: opSumAxis, out: out, a: x, i0: axis, f0: scale})
+	return out
+}
+
+func backSumAxis[T Float](n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	r, c := n.a.Shape[0], n.a.Shape[1]
+	s := T(n.f0)
+	g := n.out.Grad
+	for i := 0; i < r; i++ {
+		row := ga[i*c : (i+1)*c]
+		if n.i0 == 0 {
+			for j := range row {
+				row[j] += s * g[j]
+			}
+		} else {
+			v := s * g[i]
+			for j := range row {
+				row[j] += v
+			}
+		}
+	}
+}
+
+// Reshape returns a copy of x with a new shape of the same size.
+func (tp *Tape[T]) Reshape(x *Tensor[T], shape ...int) *Tensor[T] {
+	if shapeSize(shape) != len(x.Data) {
+		panic(fmt.Sprintf("nn: Reshape: %v to %v changes the size", x.Shape, shape))
+	}
+	out := tp.alloc(x.RequiresGrad, shape...)
+	copy(out.Data, x.Data)
+	tp.record(node[T]{op: opReshape, out: out, a: x})
+	return out
+}
+
+func backReshape[T Float](n *node[T]) {
+	if ga := gradOf(n.a); ga != nil {
+		for i, v := range n.out.Grad {
+			ga[i] += v
+		}
+	}
+}
+
+// Concat joins two 2-D tensors along axis 0 (stacking rows; column counts
+// must match) or axis 1 (side by side; row counts must match).
+func (tp *Tape[T]) Concat(a, b *Tensor[T], axis int) *Tensor[T] {
+	checkRank("Concat", a, 2)
+	checkRank("Concat", b, 2)
+	rg := a.RequiresGrad || b.RequiresGrad
+	var out *Tensor[T]
+	switch axis {
+	case 0:
+		if a.Shape[1] != b.Shape[1] {
+			panic(fmt.Sprintf("nn: Concat rows: %v and %v", a.Shape, b.Shape))
+		}
+		out = tp.alloc(rg, a.Shape[0]+b.Shape[0], a.Shape[1])
+		copy(out.Data, a.Data)
+		copy(out.Data[len(a.Data):], b.Data)
+	case 1:
+		if a.Shape[0] != b.Shape[0] {
+			panic(fmt.Sprintf("nn: Concat columns: %v and %v", a.Shape, b.Shape))
+		}
+		r, ca, cb := a.Shape[0], a.Shape[1], b.Shape[1]
+		out = tp.alloc(rg, r, ca+cb)
+		for i := 0; i < r; i++ {
+			copy(out.Data[i*(ca+cb):], a.Data[i*ca:(i+1)*ca])
+			copy(out.Data[i*(ca+cb)+ca:], b.Data[i*cb:(i+1)*cb])
+		}
+	default:
+		panic(fmt.Sprintf("nn: Concat: axis %d of 2-D tensors", axis))
+	}
+	tp.record(node[T]{op: opConcat, out: out, a: a, b: b, i0: axis})
+	return out
+}
+
+func backConcat[T Float](n *node[T]) {
+	g := n.out.Grad
+	ga, gb := gradOf(n.a), gradOf(n.b)
+	if n.i0 == 0 {
+		addTo(ga, g[:len(n.a.Data)])
+		addTo(gb, g[len(n.a.Data):])
+		return
+	}
+	r, ca, cb := n.a.Shape[0], n.a.Shape[1], n.b.Shape[1]
+	for i := 0; i < r; i++ {
+		row := g[i*(ca+cb) : (i+1)*(ca+cb)]
+		if ga != nil {
+			addTo(ga[i*ca:(i+1)*ca], row[:ca])
+		}
+		if gb != nil {
+			addTo(gb[i*cb:(i+1)*cb], row[ca:])
+		}
+	}
+}
+
+// addTo adds src to dst elementwise; a nil dst is skipped.
+func addTo[T Float](dst, src []T) {
+	if dst == nil {
+		return
+	}
+	dst = dst[:len(src)]
+	for i, v := range src {
+		dst[i] += v
+	}
+}
+
+// Slice returns rows (axis 0) or columns (axis 1) [from, to) of a 2-D tensor.
+func (tp *Tape[T]) Slice(x *Tensor[T], axis, from, to int) *Tensor[T] {
+	checkRank("Slice", x, 2)
+	r, c := x.Shape[0], x.Shape[1]
+	lim := r
+	if axis == 1 {
+		lim = c
+	} else if axis != 0 {
+		panic(fmt.Sprintf("nn: Slice: axis %d of a 2-D tensor", axis))
+	}
+	if from < 0 || to < from || to > lim {
+		panic(fmt.Sprintf("nn: Slice: [%d, %d) out of range for axis %d of %v", from, to, axis, x.Shape))
+	}
+	var out *Tensor[T]
+	if axis == 0 {
+		out = tp.alloc(x.RequiresGrad, to-from, c)
+		copy(out.Data, x.Data[from*c:to*c])
+	} else {
+		w := to - from
+		out = tp.alloc(x.RequiresGrad, r, w)
+		for i := 0; i < r; i++ {
+			copy(out.Data[i*w:(i+1)*w], x.Data[i*c+from:i*c+to])
+		}
+	}
+	tp.record(node[T]{op: opSlice, out: out, a: x, i0: axis, i1: from, i2: to})
+	return out
+}
+
+func backSlice[T Float](n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	c := n.a.Shape[1]
+	g := n.out.Grad
+	if n.i0 == 0 {
+		addTo(ga[n.i1*c:n.i2*c], g)
+		return
+	}
+	w := n.i2 - n.i1
+	for i := 0; i < n.a.Shape[0]; i++ {
+		addTo(ga[i*c+n.i1:i*c+n.i2], g[i*w:(i+1)*w])
+	}
+}

@@ -1,0 +1,236 @@
+package nn
+
+import "fmt"
+
+// Tape records operations for reverse-mode differentiation and owns the
+// tensors it returns. See the package documentation for the reuse scheme.
+// A Tape is not safe for concurrent use.
+type Tape[T Float] struct {
+	nodes []node[T]
+
+	pool []*Tensor[T] // arena of tensors; pool[:used] are live
+	used int
+
+	ints     [][]int // arena of index buffers (argmax, counts)
+	usedInts int
+}
+
+// NewTape returns an empty tape.
+func NewTape[T Float]() *Tape[T] { return &Tape[T]{} }
+
+// Reset forgets all records and makes every tensor the tape returned
+// available for reuse. Tensors obtained before Reset must not be used after.
+func (tp *Tape[T]) Reset() {
+	clear(tp.nodes) // drop references to caller tensors so they can be collected
+	tp.nodes = tp.nodes[:0]
+	tp.used = 0
+	tp.usedInts = 0
+}
+
+// Len returns the number of recorded operations.
+func (tp *Tape[T]) Len() int { return len(tp.nodes) }
+
+// alloc returns a zeroed tape-owned tensor of the given shape.
+func (tp *Tape[T]) alloc(requiresGrad bool, shape ...int) *Tensor[T] {
+	var t *Tensor[T]
+	if tp.used < len(tp.pool) {
+		t = tp.pool[tp.used]
+	} else {
+		t = new(Tensor[T])
+		tp.pool = append(tp.pool, t)
+	}
+	tp.used++
+	n := shapeSize(shape)
+	if cap(t.Data) < n {
+		t.Data = make([]T, n)
+	} else {
+		t.Data = t.Data[:n]
+		clear(t.Data)
+	}
+	t.setShape(shape)
+	t.RequiresGrad = requiresGrad
+	t.Grad = t.Grad[:0]
+	return t
+}
+
+// allocInts returns a tape-owned int buffer of length n (contents undefined).
+func (tp *Tape[T]) allocInts(n int) []int {
+	if tp.usedInts == len(tp.ints) {
+		tp.ints = append(tp.ints, nil)
+	}
+	b := tp.ints[tp.usedInts]
+	if cap(b) < n {
+		b = make([]int, n)
+		tp.ints[tp.usedInts] = b
+	}
+	tp.usedInts++
+	return b[:n]
+}
+
+func (tp *Tape[T]) record(n node[T]) {
+	if n.out.RequiresGrad {
+		tp.nodes = append(tp.nodes, n)
+	}
+}
+
+// Backward computes the gradient of loss, which must have one element, with
+// respect to every tensor that requires gradients. Gradients of tensors the
+// tape owns are overwritten; gradients of parameters (tensors not owned by
+// the tape) are added to, so callers zero them between steps (see
+// [Params.ZeroGrad]).
+func (tp *Tape[T]) Backward(loss *Tensor[T]) {
+	if len(loss.Data) != 1 {
+		panic(fmt.Sprintf("nn: Backward: loss has shape %v, want one element", loss.Shape))
+	}
+	if !loss.RequiresGrad {
+		return
+	}
+	for _, t := range tp.pool[:tp.used] {
+		if t.RequiresGrad {
+			t.Grad = growZero(t.Grad, len(t.Data))
+		}
+	}
+	for i := range tp.nodes {
+		n := &tp.nodes[i]
+		ensureGrad(n.a)
+		ensureGrad(n.b)
+		ensureGrad(n.c)
+	}
+	ensureGrad(loss)
+	loss.Grad[0]++
+	for i := len(tp.nodes) - 1; i >= 0; i-- {
+		tp.backward(&tp.nodes[i])
+	}
+}
+
+// ensureGrad gives a leaf that requires gradients a gradient buffer.
+func ensureGrad[T Float](t *Tensor[T]) {
+	if t != nil && t.RequiresGrad && len(t.Grad) != len(t.Data) {
+		t.Grad = make([]T, len(t.Data))
+	}
+}
+
+func growZero[T Float](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+type opKind uint8
+
+const (
+	opMatMul opKind = iota
+	opAdd
+	opSub
+	opMul
+	opMin
+	opAddBias
+	opScale
+	opClip
+	opUnary
+	opSumAll
+	opSumAxis
+	opReshape
+	opConcat
+	opSlice
+	opGather
+	opSegSum
+	opSegMax
+	opSoftmax
+	opLogSoftmax
+	opMSE
+	opCrossEntropy
+	opCatLogProb
+	opCatEntropy
+	opBetaLogProb
+	opBetaEntropy
+	opGaussLogProb
+	opGaussEntropy
+	opConv1D
+	opLayerNorm
+)
+
+// node is one recorded operation. It is a plain struct (not a closure) so
+// that recording into a reused slice does not allocate; the fields' meaning
+// depends on op.
+type node[T Float] struct {
+	op       opKind
+	out      *Tensor[T]
+	a, b, c  *Tensor[T]
+	aux      *Tensor[T] // saved intermediate (log-probabilities, im2col, x-hat)
+	aux2     *Tensor[T]
+	idx      []int // caller's indices (gather, segments, targets)
+	ints     []int // tape-owned indices (argmax, counts)
+	mask     []bool
+	i0, i1   int
+	i2       int
+	f0, f1   float64
+	t0, t1   bool
+	unary    unaryKind
+}
+
+func (tp *Tape[T]) backward(n *node[T]) {
+	switch n.op {
+	case opMatMul:
+		backMatMul(n)
+	case opAdd, opSub:
+		backAddSub(n)
+	case opMul:
+		backMul(n)
+	case opMin:
+		backMin(n)
+	case opAddBias:
+		backAddBias(n)
+	case opScale:
+		backScale(n)
+	case opClip:
+		backClip(n)
+	case opUnary:
+		backUnary(n)
+	case opSumAll:
+		backSumAll(n)
+	case opSumAxis:
+		backSumAxis(n)
+	case opReshape:
+		backReshape(n)
+	case opConcat:
+		backConcat(n)
+	case opSlice:
+		backSlice(n)
+	case opGather:
+		backGather(n)
+	case opSegSum:
+		backSegSum(n)
+	case opSegMax:
+		backSegMax(n)
+	case opSoftmax:
+		backSoftmax(n)
+	case opLogSoftmax:
+		backLogSoftmax(n)
+	case opMSE:
+		backMSE(n)
+	case opCrossEntropy:
+		backCrossEntropy(n)
+	case opCatLogProb:
+		backCatLogProb(n)
+	case opCatEntropy:
+		backCatEntropy(n)
+	case opBetaLogProb:
+		backBetaLogProb(n)
+	case opBetaEntropy:
+		backBetaEntropy(n)
+	case opGaussLogProb:
+		backGaussLogProb(n)
+	case opGaussEntropy:
+		backGaussEntropy(n)
+	case opConv1D:
+		tp.backConv1D(n)
+	case opLayerNorm:
+		backLayerNorm(n)
+	default:
+		panic(fmt.Sprintf("nn: unknown op %d", n.op))
+	}
+}
