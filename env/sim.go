@@ -175,6 +175,7 @@ type Sim struct {
 	next     int // next job to arrive
 	jobs     []jobRec
 	queue    []int
+	cursor   int // rotating scan position in the queue beyond its head
 	running  endHeap
 	onMach   [][]int // running job IDs per machine
 	events   eventHeap
@@ -429,7 +430,6 @@ func (s *Sim) stop(id int) {
 	r.state = queued // caller decides the final state
 }
 
-
 func (s *Sim) complete(id int) {
 	s.stop(id)
 	r := &s.jobs[id]
@@ -457,41 +457,29 @@ func (s *Sim) judge(id int, violated bool) {
 	}
 }
 
-// schedule offers queued jobs, in queue order, to the scheduler.
+// schedule offers queued jobs to the scheduler: the oldest ScanLimit/2 in
+// queue order, then ScanLimit/2 more from a cursor that rotates through the
+// rest of the queue, so a blocked head cannot starve the jobs behind it while
+// a tick's cost stays bounded whatever the backlog.
 func (s *Sim) schedule() {
-	if len(s.queue) == 0 {
+	n := len(s.queue)
+	if n == 0 {
 		return
 	}
-	limit := min(len(s.queue), s.cfg.ScanLimit)
+	head := min(n, (s.cfg.ScanLimit+1)/2)
 	placed := 0
-	o := &s.obs
-	o.State, o.Time = s.state, s.now
-	for k := 0; k < limit; k++ {
-		id := s.queue[k]
-		j := &s.w.Jobs[id]
-		o.Job, o.Req, o.Queue = j, s.state.Request(j), len(s.queue)-placed
-		a := s.sched.Decide(o, s.rngSched)
-		if a.Node < 0 {
-			continue
+	for k := 0; k < head; k++ {
+		placed += s.offer(k, n-placed)
+	}
+	if rest := n - head; rest > 0 {
+		scan := min(rest, s.cfg.ScanLimit-head)
+		if s.cursor >= rest {
+			s.cursor = 0
 		}
-		if a.Node >= len(s.c.Machines) || !s.state.Fits(a.Node, &o.Req) {
-			s.acc.invalidDecisions++
-			continue
+		for k := 0; k < scan; k++ {
+			placed += s.offer(head+(s.cursor+k)%rest, n-placed)
 		}
-		gpu := a.GPU
-		if !o.Req.Share() {
-			gpu = -1
-		}
-		before := s.machinePower(a.Node)
-		al, err := s.state.allocate(a.Node, &o.Req, gpu)
-		if err != nil {
-			s.acc.invalidDecisions++
-			continue
-		}
-		s.power += s.machinePower(a.Node) - before
-		s.start(id, al)
-		s.queue[k] = -1
-		placed++
+		s.cursor += scan
 	}
 	if placed > 0 {
 		keep := s.queue[:0]
@@ -502,6 +490,37 @@ func (s *Sim) schedule() {
 		}
 		s.queue = keep
 	}
+}
+
+// offer asks the scheduler to place queue entry k; it returns 1 if placed.
+func (s *Sim) offer(k, queueLen int) int {
+	id := s.queue[k]
+	o := &s.obs
+	j := &s.w.Jobs[id]
+	o.State, o.Time = s.state, s.now
+	o.Job, o.Req, o.Queue = j, s.state.Request(j), queueLen
+	a := s.sched.Decide(o, s.rngSched)
+	if a.Node < 0 {
+		return 0
+	}
+	if a.Node >= len(s.c.Machines) || !s.state.Fits(a.Node, &o.Req) {
+		s.acc.invalidDecisions++
+		return 0
+	}
+	gpu := a.GPU
+	if !o.Req.Share() {
+		gpu = -1
+	}
+	before := s.machinePower(a.Node)
+	al, err := s.state.allocate(a.Node, &o.Req, gpu)
+	if err != nil {
+		s.acc.invalidDecisions++
+		return 0
+	}
+	s.power += s.machinePower(a.Node) - before
+	s.start(id, al)
+	s.queue[k] = -1
+	return 1
 }
 
 func (s *Sim) start(id int, al Alloc) {

@@ -80,10 +80,10 @@ type WorkloadConfig struct {
 	SLA SLAPolicy
 }
 
-// DefaultWorkload is a bursty AI-heavy mix at 70% load over six hours.
+// DefaultWorkload is a bursty AI-heavy mix at 90% offered load over six hours.
 var DefaultWorkload = WorkloadConfig{
 	Horizon:     6 * 3600,
-	Load:        0.7,
+	Load:        0.9,
 	BurstFactor: 4,
 	CalmMean:    3600,
 	BurstMean:   600,
@@ -114,7 +114,7 @@ func drawJob(rng *rand.Rand, kind Kind, hasGPU bool, maxGPUs int) (j Job, replic
 	switch kind {
 	case Batch:
 		j.QoS = BestEffort
-		j.Duration = lognormal(rng, 300, 1.5)
+		j.Duration = lognormal(rng, 180, 1.2)
 		if hasGPU && rng.Float64() < 0.3 {
 			j.GPUs = 1
 			j.GPUMilli = []int{100, 250, 500, 1000}[rng.IntN(4)]
@@ -127,7 +127,7 @@ func drawJob(rng *rand.Rand, kind Kind, hasGPU bool, maxGPUs int) (j Job, replic
 		j.Migratable = true
 	case Training:
 		j.QoS = Guaranteed
-		j.Duration = lognormal(rng, 3600, 1.0)
+		j.Duration = lognormal(rng, 1800, 1.0)
 		k := []int{1, 2, 4, 8}[pickWeighted(rng, []float64{0.4, 0.3, 0.2, 0.1})]
 		k = min(k, maxGPUs)
 		j.GPUs, j.GPUMilli = k, MilliGPU
@@ -135,7 +135,7 @@ func drawJob(rng *rand.Rand, kind Kind, hasGPU bool, maxGPUs int) (j Job, replic
 		j.Mem = int64(32768 * k)
 	case Service:
 		j.QoS = LatencySensitive
-		j.Duration = lognormal(rng, 7200, 0.8)
+		j.Duration = lognormal(rng, 3600, 0.5)
 		if hasGPU && rng.Float64() < 0.5 {
 			j.GPUs = 1
 			j.GPUMilli = []int{200, 300, 500}[rng.IntN(3)]
@@ -215,10 +215,13 @@ func NewSyntheticWorkload(c *Cluster, cfg WorkloadConfig, seed uint64) (*Workloa
 	}
 	rate /= meanMult
 
-	rng := rand.New(rand.NewPCG(seed, 0x7465672d776f726b)) // "teg-work"
+	// The burst chain has its own stream, so runs that differ only in load
+	// see the same calm and burst periods.
+	chain := rand.New(rand.NewPCG(seed, 0x7465672d62757273)) // "teg-burs"
+	rng := rand.New(rand.NewPCG(seed, 0x7465672d776f726b))   // "teg-work"
 	w := &Workload{Name: "synthetic"}
 	t, burst := 0.0, false
-	switchAt := rng.ExpFloat64() * cfg.CalmMean
+	switchAt := chain.ExpFloat64() * cfg.CalmMean
 	service := 0
 	for {
 		r := rate
@@ -233,7 +236,7 @@ func NewSyntheticWorkload(c *Cluster, cfg WorkloadConfig, seed uint64) (*Workloa
 			if burst {
 				mean = cfg.BurstMean
 			}
-			switchAt = t + rng.ExpFloat64()*mean
+			switchAt = t + chain.ExpFloat64()*mean
 			if t >= cfg.Horizon {
 				break
 			}
