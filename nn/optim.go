@@ -1,0 +1,99 @@
+package nn
+
+import (
+	"math"
+)
+
+// Adam implements Adam (Kingma & Ba) and, with WeightDecay > 0, AdamW
+// (decoupled weight decay, Loshchilov & Hutter): each step first shrinks
+// every parameter by LR·WeightDecay, then applies the Adam update. Its
+// moment buffers are allocated once, so Step does not allocate.
+type Adam[T Float] struct {
+	LR           float64 // learning rate; set it each step from a [Schedule]
+	Beta1, Beta2 float64
+	Eps          float64
+	WeightDecay  float64
+
+	params *Params[T]
+	m, v   [][]T
+	steps  int
+}
+
+// NewAdam returns Adam over ps with the usual defaults (β1 = 0.9,
+// β2 = 0.999, ε = 1e-8) and no weight decay.
+func NewAdam[T Float](ps *Params[T], lr float64) *Adam[T] {
+	o := &Adam[T]{LR: lr, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8, params: ps}
+	for _, t := range ps.list {
+		o.m = append(o.m, make([]T, len(t.Data)))
+		o.v = append(o.v, make([]T, len(t.Data)))
+	}
+	return o
+}
+
+// NewAdamW returns [NewAdam] with decoupled weight decay wd.
+func NewAdamW[T Float](ps *Params[T], lr, wd float64) *Adam[T] {
+	o := NewAdam(ps, lr)
+	o.WeightDecay = wd
+	return o
+}
+
+// Steps returns the number of steps taken.
+func (o *Adam[T]) Steps() int { return o.steps }
+
+// Step updates every parameter from its gradient. Parameters registered
+// after the optimiser was created are not updated.
+func (o *Adam[T]) Step() {
+	o.steps++
+	bc1 := 1 - math.Pow(o.Beta1, float64(o.steps))
+	bc2 := 1 - math.Pow(o.Beta2, float64(o.steps))
+	// p -= lr·m̂/(√v̂+ε) rewritten as p -= a·m/(√v+ε') with the bias
+	// corrections folded into the scalars a and ε'.
+	a := T(o.LR / bc1)
+	eps := o.Eps * math.Sqrt(bc2)
+	b1, b2 := T(o.Beta1), T(o.Beta2)
+	c1, c2 := 1-b1, 1-b2
+	decay := T(1 - o.LR*o.WeightDecay)
+	for k, m := range o.m {
+		p := o.params.list[k]
+		v := o.v[k]
+		d, g := p.Data[:len(m)], p.Grad[:len(m)]
+		v = v[:len(m)]
+		for i, gi := range g {
+			mi := b1*m[i] + c1*gi
+			vi := b2*v[i] + c2*gi*gi
+			m[i], v[i] = mi, vi
+			x := d[i]
+			if o.WeightDecay != 0 {
+				x *= decay
+			}
+			d[i] = x - a*mi/T(math.Sqrt(f64(vi))+eps)
+		}
+	}
+}
+
+// Schedule maps a step number (from 0) to a learning rate.
+type Schedule func(step int) float64
+
+// ConstantLR returns a schedule that is always lr.
+func ConstantLR(lr float64) Schedule { return func(int) float64 { return lr } }
+
+// LinearLR anneals linearly from start to end over steps, then stays at end.
+func LinearLR(start, end float64, steps int) Schedule {
+	return func(s int) float64 {
+		if s >= steps {
+			return end
+		}
+		return start + (end-start)*float64(s)/float64(steps)
+	}
+}
+
+// CosineLR follows half a cosine from start down to end over steps, then
+// stays at end.
+func CosineLR(start, end float64, steps int) Schedule {
+	return func(s int) float64 {
+		if s >= steps {
+			return end
+		}
+		return end + (start-end)*0.5*(1+math.Cos(math.Pi*float64(s)/float64(steps)))
+	}
+}
