@@ -71,7 +71,7 @@ func (s *Sim) Metrics() Metrics {
 		JobsCompleted:    a.completed,
 		JobsFailed:       a.failed,
 		JobsRejected:     a.rejected,
-		JobsRunning:      s.running.Len(),
+		JobsRunning:      s.nrunning,
 		JobsQueued:       len(s.queue),
 		MeanJCTS:         mean(a.jct),
 		P95JCTS:          percentile(a.jct, 0.95),

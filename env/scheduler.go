@@ -40,6 +40,12 @@ func Place(node, gpu int) Action {
 // classic baselines here, the pure Langevin governor, learned policies and
 // distilled students. Decide must be deterministic given obs and the rng
 // stream; a scheduler may keep caches between calls.
+//
+// The simulator treats Wait as "cannot place now": the job is not offered
+// again until capacity is freed somewhere (a completion, eviction or
+// repair), as kube-scheduler parks unschedulable pods until a cluster event.
+// A policy that waits by choice (admission control) sees the job again at
+// the next such event.
 type Scheduler interface {
 	Name() string
 	Decide(obs *Observation, rng *rand.Rand) Action

@@ -23,7 +23,8 @@ type SimConfig struct {
 	// repair, in seconds (exponential). MTBF < 0 disables failures.
 	MTBF, MTTR float64
 	// ScanLimit bounds the queued jobs offered to the scheduler per tick,
-	// which keeps a tick's cost independent of the backlog.
+	// which keeps a tick's cost independent of the backlog. The default, 1024
+	// per 10 s tick, is about kube-scheduler's throughput (~100 pods/s).
 	ScanLimit int
 	// StarveAfter: a job that waits longer than this (s) is starved.
 	StarveAfter float64
@@ -34,13 +35,14 @@ type SimConfig struct {
 }
 
 // DefaultSimConfig holds the defaults: 10 s ticks, machines failing once a
-// month on average and repaired in an hour, 64 scheduling attempts per tick.
+// month on average and repaired in an hour, up to 1024 scheduling attempts
+// per tick.
 var DefaultSimConfig = SimConfig{
 	Tick:        10,
 	MaxTicks:    10_000_000,
 	MTBF:        30 * 86400,
 	MTTR:        3600,
-	ScanLimit:   64,
+	ScanLimit:   1024,
 	StarveAfter: 3600,
 	MaxRestarts: 3,
 	FragEvery:   6,
@@ -107,7 +109,11 @@ type jobRec struct {
 	end      float64 // current run's planned end
 	alloc    Alloc
 	starved  bool
-	judged   bool // SLA decided (services at start)
+	judged   bool   // SLA decided (services at start)
+	run      uint32 // number of starts; tags its completion entry
+	// waitEpoch is Sim.epoch+1 when the scheduler last answered Wait; the
+	// job is not offered again until capacity has been freed since.
+	waitEpoch uint64
 }
 
 // event is a machine failure or recovery.
@@ -135,25 +141,31 @@ func (h *eventHeap) Pop() any {
 	return x
 }
 
-// endHeap orders running jobs by planned end, then job ID.
-type endHeap struct {
-	ids  []int
-	jobs []jobRec
+// endEntry is a running job's planned completion. Evicted jobs leave stale
+// entries behind, recognised by their run number and skipped when they
+// surface (lazy deletion keeps evictions O(log n)).
+type endEntry struct {
+	end float64
+	id  int32
+	run uint32
 }
 
-func (h *endHeap) Len() int { return len(h.ids) }
-func (h *endHeap) Less(a, b int) bool {
-	ea, eb := h.jobs[h.ids[a]].end, h.jobs[h.ids[b]].end
-	if ea != eb {
-		return ea < eb
+// endHeap orders planned completions by time, then job ID.
+type endHeap []endEntry
+
+func (h endHeap) Len() int { return len(h) }
+func (h endHeap) Less(a, b int) bool {
+	if h[a].end != h[b].end {
+		return h[a].end < h[b].end
 	}
-	return h.ids[a] < h.ids[b]
+	return h[a].id < h[b].id
 }
-func (h *endHeap) Swap(a, b int) { h.ids[a], h.ids[b] = h.ids[b], h.ids[a] }
-func (h *endHeap) Push(x any)    { h.ids = append(h.ids, x.(int)) }
+func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
+func (h *endHeap) Push(x any)   { *h = append(*h, x.(endEntry)) }
 func (h *endHeap) Pop() any {
-	x := h.ids[len(h.ids)-1]
-	h.ids = h.ids[:len(h.ids)-1]
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
 	return x
 }
 
@@ -170,13 +182,20 @@ type Sim struct {
 	rngSched *rand.Rand
 	rngFail  *rand.Rand
 
-	now      float64
-	ticks    int
-	next     int // next job to arrive
-	jobs     []jobRec
-	queue    []int
-	cursor   int // rotating scan position in the queue beyond its head
+	now    float64
+	ticks  int
+	next   int // next job to arrive
+	jobs   []jobRec
+	queue  []int
+	cursor int // rotating scan position in the queue beyond its head
+	// epoch counts capacity-freeing events (completions, evictions,
+	// repairs). Between two of them free capacity only shrinks, so a job the
+	// scheduler could not place cannot become placeable: like
+	// kube-scheduler's unschedulable queue, it waits for the next event.
+	epoch    uint64
+	failed   []Request // shapes that got Wait in this pass
 	running  endHeap
+	nrunning int
 	onMach   [][]int // running job IDs per machine
 	events   eventHeap
 	obs      Observation
@@ -218,7 +237,6 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		nodeFrag: make([]float64, len(c.Machines)),
 		fragVer:  make([]uint32, len(c.Machines)),
 	}
-	s.running.jobs = s.jobs
 	s.state.Target = NewTargetWorkload(w.Jobs, s.state)
 	for i := range c.Machines {
 		s.capacity.cpu = max(s.capacity.cpu, c.Machines[i].CPU)
@@ -251,7 +269,7 @@ func (s *Sim) Done() bool {
 	if s.cfg.Duration > 0 {
 		return s.now >= s.cfg.Duration
 	}
-	return s.next == len(s.w.Jobs) && len(s.queue) == 0 && s.running.Len() == 0
+	return s.next == len(s.w.Jobs) && len(s.queue) == 0 && s.nrunning == 0
 }
 
 // Step advances the simulation by one tick: failures and repairs,
@@ -266,8 +284,9 @@ func (s *Sim) Step() {
 		if s.next < len(s.w.Jobs) {
 			next = s.w.Jobs[s.next].Arrival
 		}
-		if s.running.Len() > 0 {
-			next = min(next, s.jobs[s.running.ids[0]].end)
+		s.dropStale()
+		if len(s.running) > 0 {
+			next = min(next, s.running[0].end)
 		}
 		if len(s.events) > 0 {
 			next = min(next, s.events[0].t)
@@ -297,9 +316,9 @@ func (s *Sim) Step() {
 		s.arrive(s.next)
 		s.next++
 	}
-	for s.running.Len() > 0 && s.jobs[s.running.ids[0]].end <= t {
-		id := heap.Pop(&s.running).(int)
-		s.complete(id)
+	for s.dropStale(); len(s.running) > 0 && s.running[0].end <= t; s.dropStale() {
+		e := heap.Pop(&s.running).(endEntry)
+		s.complete(int(e.id))
 	}
 	s.schedule()
 	if s.cfg.FragEvery > 0 && s.ticks%s.cfg.FragEvery == 0 {
@@ -354,6 +373,7 @@ func (s *Sim) machineEvent(ev event) {
 	i := ev.machine
 	if ev.up {
 		s.state.setUp(i, true)
+		s.epoch++
 		s.power += s.c.Machines[i].IdleW
 		s.refreshFrag(i)
 		s.events.Push(event{t: ev.t + s.rngFail.ExpFloat64()*s.cfg.MTBF, machine: i})
@@ -378,17 +398,6 @@ func (s *Sim) machineEvent(ev event) {
 		r.state = queued
 		r.queuedAt = ev.t
 		s.queue = append(s.queue, id)
-	}
-	// Remove the victims from the end heap.
-	if len(victims) > 0 {
-		keep := s.running.ids[:0]
-		for _, id := range s.running.ids {
-			if s.jobs[id].state == running {
-				keep = append(keep, id)
-			}
-		}
-		s.running.ids = keep
-		heap.Init(&s.running)
 	}
 	s.power -= s.machinePower(i)
 	s.state.setUp(i, false)
@@ -423,11 +432,24 @@ func (s *Sim) stop(id int) {
 	i := r.alloc.Machine
 	before := s.machinePower(i)
 	s.state.release(r.alloc)
+	s.epoch++
 	s.power += s.machinePower(i) - before
 	list := s.onMach[i]
 	k := slices.Index(list, id)
 	s.onMach[i] = append(list[:k], list[k+1:]...)
 	r.state = queued // caller decides the final state
+	s.nrunning--
+}
+
+// dropStale pops completion entries of jobs evicted since they started.
+func (s *Sim) dropStale() {
+	for len(s.running) > 0 {
+		e := s.running[0]
+		if r := &s.jobs[e.id]; r.state == running && r.run == e.run {
+			return
+		}
+		heap.Pop(&s.running)
+	}
 }
 
 func (s *Sim) complete(id int) {
@@ -468,6 +490,7 @@ func (s *Sim) schedule() {
 	}
 	head := min(n, (s.cfg.ScanLimit+1)/2)
 	placed := 0
+	s.failed = s.failed[:0]
 	for k := 0; k < head; k++ {
 		placed += s.offer(k, n-placed)
 	}
@@ -495,12 +518,25 @@ func (s *Sim) schedule() {
 // offer asks the scheduler to place queue entry k; it returns 1 if placed.
 func (s *Sim) offer(k, queueLen int) int {
 	id := s.queue[k]
+	r := &s.jobs[id]
+	if r.waitEpoch == s.epoch+1 {
+		return 0 // nothing freed since it last waited
+	}
 	o := &s.obs
 	j := &s.w.Jobs[id]
 	o.State, o.Time = s.state, s.now
 	o.Job, o.Req, o.Queue = j, s.state.Request(j), queueLen
+	// A shape that could not be placed earlier in this pass cannot be now.
+	if slices.Contains(s.failed, o.Req) {
+		r.waitEpoch = s.epoch + 1
+		return 0
+	}
 	a := s.sched.Decide(o, s.rngSched)
 	if a.Node < 0 {
+		r.waitEpoch = s.epoch + 1
+		if len(s.failed) < 64 {
+			s.failed = append(s.failed, o.Req)
+		}
 		return 0
 	}
 	if a.Node >= len(s.c.Machines) || !s.state.Fits(a.Node, &o.Req) {
@@ -542,8 +578,10 @@ func (s *Sim) start(id int, al Alloc) {
 	r.alloc = al
 	r.start = s.now
 	r.end = s.now + j.Duration
+	r.run++
+	s.nrunning++
 	s.onMach[al.Machine] = append(s.onMach[al.Machine], id)
-	heap.Push(&s.running, id)
+	heap.Push(&s.running, endEntry{end: r.end, id: int32(id), run: r.run})
 }
 
 // refreshFrag recomputes one machine's fragmentation contribution.
