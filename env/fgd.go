@@ -24,6 +24,9 @@ type FGD struct {
 	tmp    []int32
 }
 
+// fgdCacheEntries bounds the score cache (8 bytes an entry): 64 MiB.
+const fgdCacheEntries = 8 << 20
+
 // fgdShape is what a machine's FGD score depends on besides the machine.
 type fgdShape struct {
 	cpu    int64
@@ -53,7 +56,7 @@ func (p *FGD) ownTarget(r *Request) bool {
 func (p *FGD) reset(s *State, tw *TargetWorkload) {
 	p.state, p.target = s, tw
 	p.shapes = map[fgdShape]int{}
-	p.cache = p.cache[:0]
+	p.cache = nil
 	n := len(s.FreeCPU)
 	p.base = make([]float64, n)
 	p.ver = make([]uint32, n)
@@ -73,6 +76,9 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 	}
 	key := fgdShape{r.CPU, r.Milli, r.GPUs, r.Models}
 	si, ok := p.shapes[key]
+	if !ok && (len(p.cache)+1)*len(s.FreeCPU) > fgdCacheEntries {
+		p.reset(s, tw) // bound memory on huge clusters with many shapes
+	}
 	if !ok {
 		si = len(p.cache)
 		p.shapes[key] = si
