@@ -73,7 +73,7 @@ func (t *Tensor[T]) setShape(shape []int) {
 	}
 	for _, s := range shape {
 		if s < 0 {
-			panic(fmt.Sprintf("nn: negative dimension in shape %v", shape))
+			panic(fmt.Sprintf("nn: negative dimension %d", s)) // not shape: keeps it from escaping
 		}
 	}
 	t.Shape = append(t.Shape, shape...)
