@@ -204,11 +204,17 @@ func TestGradients(t *testing.T) {
 			seg[i] = rng.IntN(nseg / 3)
 		}
 		seg[0] = nseg - 1
-		add("SegmentSum", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentSum(in[0], seg, nseg) },
+		add("SegmentSum", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SegmentSum(in[0], seg, nseg)
+		},
 			tn(randn(rng, rows*n), rows, n))
-		add("SegmentMean", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentMean(in[0], seg, nseg) },
+		add("SegmentMean", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SegmentMean(in[0], seg, nseg)
+		},
 			tn(randn(rng, rows*k*n), rows, k, n))
-		add("SegmentMax", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.SegmentMax(in[0], seg, nseg) },
+		add("SegmentMax", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SegmentMax(in[0], seg, nseg)
+		},
 			tn(randn(rng, rows*n), rows, n))
 		c := n + 1
 		mask := randMask(rng, m, c)
@@ -239,11 +245,15 @@ func TestGradients(t *testing.T) {
 		}
 		add("MSE", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.MSE(in[0], in[1]) },
 			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
-		add("BetaLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.BetaLogProb(in[0], in[1], in[2]) },
+		add("BetaLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.BetaLogProb(in[0], in[1], in[2])
+		},
 			tn(randu(rng, m*n, 0.3, 6), m, n), tn(randu(rng, m*n, 0.3, 6), m, n), tn(randu(rng, m*n, 0.05, 0.95), m, n))
 		add("BetaEntropy", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.BetaEntropy(in[0], in[1]) },
 			tn(randu(rng, m*n, 0.3, 15), m, n), tn(randu(rng, m*n, 0.3, 15), m, n))
-		add("GaussianLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.GaussianLogProb(in[0], in[1], in[2]) },
+		add("GaussianLogProb", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.GaussianLogProb(in[0], in[1], in[2])
+		},
 			tn(randn(rng, m*n), m, n), tn(randu(rng, m*n, -1, 1), m, n), tn(randn(rng, m*n), m, n))
 		add("GaussianLogProb/sharedStd", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.GaussianLogProb(in[0], in[1], in[2])
@@ -258,7 +268,9 @@ func TestGradients(t *testing.T) {
 				return tp.Conv1D(in[0], in[1], kk, same)
 			}, tn(randn(rng, m*tlen*cin), m, tlen, cin), tn(randn(rng, kk*cin*cout), kk*cin, cout))
 		}
-		add("LayerNorm", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.LayerNorm(in[0], in[1], in[2], 1e-5) },
+		add("LayerNorm", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.LayerNorm(in[0], in[1], in[2], 1e-5)
+		},
 			tn(randn(rng, m*k*(n+1)), m, k, n+1), tn(randn(rng, n+1), n+1), tn(randn(rng, n+1), n+1))
 	}
 	for _, c := range cases {

@@ -48,7 +48,7 @@ func (o *Adam[T]) Step() {
 	bc2 := 1 - math.Pow(o.Beta2, float64(o.steps))
 	// p -= lr·m̂/(√v̂+ε) rewritten as p -= a·m/(√v+ε') with the bias
 	// corrections folded into the scalars a and ε'.
-	a := T(o.LR / bc1)
+	a := T(o.LR * math.Sqrt(bc2) / bc1)
 	eps := o.Eps * math.Sqrt(bc2)
 	b1, b2 := T(o.Beta1), T(o.Beta2)
 	c1, c2 := 1-b1, 1-b2

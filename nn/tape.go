@@ -157,19 +157,19 @@ const (
 // that recording into a reused slice does not allocate; the fields' meaning
 // depends on op.
 type node[T Float] struct {
-	op       opKind
-	out      *Tensor[T]
-	a, b, c  *Tensor[T]
-	aux      *Tensor[T] // saved intermediate (log-probabilities, im2col, x-hat)
-	aux2     *Tensor[T]
-	idx      []int // caller's indices (gather, segments, targets)
-	ints     []int // tape-owned indices (argmax, counts)
-	mask     []bool
-	i0, i1   int
-	i2       int
-	f0, f1   float64
-	t0, t1   bool
-	unary    unaryKind
+	op      opKind
+	out     *Tensor[T]
+	a, b, c *Tensor[T]
+	aux     *Tensor[T] // saved intermediate (log-probabilities, im2col, x-hat)
+	aux2    *Tensor[T]
+	idx     []int // caller's indices (gather, segments, targets)
+	ints    []int // tape-owned indices (argmax, counts)
+	mask    []bool
+	i0, i1  int
+	i2      int
+	f0, f1  float64
+	t0, t1  bool
+	unary   unaryKind
 }
 
 func (tp *Tape[T]) backward(n *node[T]) {

@@ -1,0 +1,327 @@
+package nn
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+func near(t *testing.T, what string, got []float64, want ...float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+		return
+	}
+	for i := range got {
+		if math.Abs(got[i]-want[i]) > 1e-12*max(1, math.Abs(want[i])) || math.IsNaN(got[i]) {
+			t.Errorf("%s: got %v, want %v", what, got, want)
+			return
+		}
+	}
+}
+
+func TestForwardValues(t *testing.T) {
+	tp := NewTape[float64]()
+	a := tn([]float64{1, 2, 3, 4}, 2, 2)
+	b := tn([]float64{5, 6, 7, 8}, 2, 2)
+	near(t, "MatMul", tp.MatMul(a, b, false, false).Data, 19, 22, 43, 50)
+	near(t, "MatMul tA", tp.MatMul(a, b, true, false).Data, 26, 30, 38, 44)
+	near(t, "MatMul tB", tp.MatMul(a, b, false, true).Data, 17, 23, 39, 53)
+	near(t, "MatMul tA tB", tp.MatMul(a, b, true, true).Data, 23, 31, 34, 46)
+	near(t, "AddBias", tp.AddBias(a, tn([]float64{10, 20}, 2)).Data, 11, 22, 13, 24)
+	near(t, "Minimum", tp.Minimum(a, tn([]float64{0, 5, 3, -1}, 2, 2)).Data, 0, 2, 3, -1)
+	near(t, "Clip", tp.Clip(a, 1.5, 3.5).Data, 1.5, 2, 3, 3.5)
+	x := tn([]float64{-1, 0, 1, 2}, 4)
+	near(t, "ReLU", tp.ReLU(x).Data, 0, 0, 1, 2)
+	near(t, "Sigmoid", tp.Sigmoid(x).Data, 1/(1+math.E), 0.5, 1/(1+1/math.E), 1/(1+math.Exp(-2)))
+	near(t, "Tanh", tp.Tanh(x).Data, math.Tanh(-1), 0, math.Tanh(1), math.Tanh(2))
+	near(t, "SiLU", tp.SiLU(x).Data, -1/(1+math.E), 0, 1/(1+1/math.E), 2/(1+math.Exp(-2)))
+	near(t, "GELU", tp.GELU(tn([]float64{0, 1}, 2)).Data, 0, 0.5*(1+math.Tanh(math.Sqrt(2/math.Pi)*1.044715)))
+	m := tn([]float64{1, 2, 3, 4, 5, 6}, 2, 3)
+	near(t, "Sum0", tp.Sum(m, 0).Data, 5, 7, 9)
+	near(t, "Sum1", tp.Sum(m, 1).Data, 6, 15)
+	near(t, "Mean0", tp.Mean(m, 0).Data, 2.5, 3.5, 4.5)
+	near(t, "Mean1", tp.Mean(m, 1).Data, 2, 5)
+	near(t, "SumAll", tp.SumAll(m).Data, 21)
+	near(t, "MeanAll", tp.MeanAll(m).Data, 3.5)
+	near(t, "Concat0", tp.Concat(a, b, 0).Data, 1, 2, 3, 4, 5, 6, 7, 8)
+	near(t, "Concat1", tp.Concat(a, b, 1).Data, 1, 2, 5, 6, 3, 4, 7, 8)
+	near(t, "Slice0", tp.Slice(m, 0, 1, 2).Data, 4, 5, 6)
+	near(t, "Slice1", tp.Slice(m, 1, 1, 3).Data, 2, 3, 5, 6)
+	near(t, "GatherRows", tp.GatherRows(m, []int{1, 1, 0}).Data, 4, 5, 6, 4, 5, 6, 1, 2, 3)
+	rows := tn([]float64{1, 10, 2, 20, 3, 30, 4, -40}, 4, 2)
+	seg := []int{0, 2, 0, 2}
+	near(t, "SegmentSum", tp.SegmentSum(rows, seg, 4).Data, 4, 40, 0, 0, 6, -20, 0, 0)
+	near(t, "SegmentMean", tp.SegmentMean(rows, seg, 4).Data, 2, 20, 0, 0, 3, -10, 0, 0)
+	near(t, "SegmentMax", tp.SegmentMax(rows, seg, 4).Data, 3, 30, 0, 0, 4, 20, 0, 0)
+	neg := tn([]float64{-3, -1, -2}, 3, 1)
+	near(t, "SegmentMax negative", tp.SegmentMax(neg, []int{1, 1, 1}, 2).Data, 0, -1)
+
+	l3 := math.Log(3)
+	sm := tn([]float64{0, l3, 1, 2, 3, 7, 8, 9}, 4, 2)
+	_ = sm
+	p := tn([]float64{0, l3}, 1, 2)
+	near(t, "Softmax", tp.Softmax(p, nil).Data, 0.25, 0.75)
+	near(t, "LogSoftmax", tp.LogSoftmax(p, nil).Data, math.Log(0.25), math.Log(0.75))
+	q := tn([]float64{1, 2, 3, 5, 5, 5}, 2, 3)
+	mask := []bool{true, false, true, false, false, false}
+	e2 := math.Exp(2)
+	near(t, "Softmax masked", tp.Softmax(q, mask).Data, 1/(1+e2), 0, e2/(1+e2), 0, 0, 0)
+	near(t, "LogSoftmax masked", tp.LogSoftmax(q, mask).Data, -math.Log1p(e2), 0, 2-math.Log1p(e2), 0, 0, 0)
+	near(t, "CrossEntropy", tp.CrossEntropy(p, nil, []int{1}).Data, -math.Log(0.75))
+	near(t, "CategoricalLogProb", tp.CategoricalLogProb(q, []bool{true, false, true, true, true, true}, []int{2, 0}).Data,
+		2-math.Log1p(e2), math.Log(1.0/3))
+	u := tn([]float64{0.3, 0.3, 0.3, 0.3, 7, 1, 7, -2}, 2, 4)
+	near(t, "CategoricalEntropy", tp.CategoricalEntropy(u, []bool{true, true, true, true, true, false, true, false}).Data,
+		math.Log(4), math.Log(2))
+
+	conv := tn([]float64{1, 2, 3}, 1, 3, 1)
+	w := tn([]float64{1, 10}, 2, 1)
+	near(t, "Conv1D valid", tp.Conv1D(conv, w, 2, false).Data, 21, 32)
+	near(t, "Conv1D same", tp.Conv1D(conv, w, 2, true).Data, 21, 32, 3)
+	w3 := tn([]float64{1, 10, 100}, 3, 1)
+	near(t, "Conv1D same k=3", tp.Conv1D(conv, w3, 3, true).Data, 210, 321, 32)
+	s := math.Sqrt(1.5)
+	near(t, "LayerNorm", tp.LayerNorm(tn([]float64{1, 2, 3}, 1, 3), tn([]float64{1, 2, 1}, 3), tn([]float64{0, 0, 1}, 3), 0).Data, -s, 0, s+1)
+	near(t, "MSE", tp.MSE(tn([]float64{1, 2}, 2), tn([]float64{3, 2}, 2)).Data, 2)
+
+	one := tn([]float64{1, 2}, 2)
+	two := tn([]float64{1, 2}, 2)
+	near(t, "BetaLogProb", tp.BetaLogProb(one, two, tn([]float64{0.3, 0.5}, 2)).Data, 0, math.Log(1.5))
+	near(t, "BetaEntropy", tp.BetaEntropy(one, two).Data, 0, 5.0/3-math.Log(6))
+	near(t, "GaussianLogProb", tp.GaussianLogProb(tn([]float64{0, 1}, 2), tn([]float64{0, math.Log(2)}, 2), tn([]float64{0, 3}, 2)).Data,
+		-0.5*math.Log(2*math.Pi), -0.5-math.Log(2)-0.5*math.Log(2*math.Pi))
+	near(t, "GaussianEntropy", tp.GaussianEntropy(tn([]float64{0}, 1)).Data, 0.5+0.5*math.Log(2*math.Pi))
+}
+
+func TestSpecialFunctions(t *testing.T) {
+	const gamma = 0.5772156649015329
+	near(t, "Digamma", []float64{Digamma(1), Digamma(0.5), Digamma(10), Digamma(-0.5)},
+		-gamma, -gamma-2*math.Ln2, 2.251752589066721, 0.03648997397857652)
+	near(t, "Trigamma", []float64{Trigamma(1), Trigamma(0.5), Trigamma(20)},
+		math.Pi*math.Pi/6, math.Pi*math.Pi/2, 0.05127082293520312)
+	for _, x := range []float64{0.1, 0.7, 3, 9.5, 30} {
+		h := 1e-5
+		if d := (Lgamma(x+h) - Lgamma(x-h)) / (2 * h); math.Abs(d-Digamma(x)) > 1e-7*max(1, math.Abs(d)) {
+			t.Errorf("Digamma(%v) = %v, numeric %v", x, Digamma(x), d)
+		}
+		if d := (Digamma(x+h) - Digamma(x-h)) / (2 * h); math.Abs(d-Trigamma(x)) > 1e-6*max(1, math.Abs(d)) {
+			t.Errorf("Trigamma(%v) = %v, numeric %v", x, Trigamma(x), d)
+		}
+	}
+	if !math.IsNaN(Digamma(0)) || !math.IsNaN(Trigamma(-2)) || !math.IsNaN(Digamma(math.NaN())) {
+		t.Error("poles and NaN should give NaN")
+	}
+}
+
+// TestMaskNoNaN checks that masked and fully masked rows produce no NaN in
+// values or gradients, even with extreme logits.
+func TestMaskNoNaN(t *testing.T) {
+	tp := NewTape[float32]()
+	x := NewParam[float32](2, 3)
+	copy(x.Data, []float32{1e30, -1e30, 3, 1, 2, 3})
+	mask := []bool{false, true, true, false, false, false}
+	ent := tp.CategoricalEntropy(x, mask)
+	sm := tp.Softmax(x, mask)
+	ls := tp.LogSoftmax(x, mask)
+	loss := tp.Add(tp.SumAll(ent), tp.Add(tp.SumAll(tp.Mul(sm, ls)), tp.SumAll(ls)))
+	tp.Backward(loss)
+	for _, v := range append(append(append(append([]float32{}, ent.Data...), sm.Data...), ls.Data...), x.Grad...) {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			t.Fatalf("non-finite value: ent %v sm %v ls %v grad %v", ent.Data, sm.Data, ls.Data, x.Grad)
+		}
+	}
+}
+
+// TestFloat32MatchesFloat64 runs the same network in both precisions.
+func TestFloat32MatchesFloat64(t *testing.T) {
+	ps64 := NewParams[float64]()
+	mlp64 := NewMLP(ps64, "m", []int{5, 7, 3}, ActSiLU, rand.New(rand.NewPCG(5, 5)))
+	ps32 := NewParams[float32]()
+	mlp32 := NewMLP(ps32, "m", []int{5, 7, 3}, ActSiLU, rand.New(rand.NewPCG(5, 5)))
+	x := randn(rand.New(rand.NewPCG(6, 6)), 4*5)
+	x32 := make([]float32, len(x))
+	for i, v := range x {
+		x32[i] = float32(v)
+	}
+	tp64, tp32 := NewTape[float64](), NewTape[float32]()
+	l64 := tp64.CrossEntropy(mlp64.Forward(tp64, NewTensor(x, 4, 5)), nil, []int{0, 1, 2, 0})
+	l32 := tp32.CrossEntropy(mlp32.Forward(tp32, NewTensor(x32, 4, 5)), nil, []int{0, 1, 2, 0})
+	tp64.Backward(l64)
+	tp32.Backward(l32)
+	if math.Abs(l64.Item()-l32.Item()) > 1e-5 {
+		t.Errorf("loss %v vs %v", l64.Item(), l32.Item())
+	}
+	for i := 0; i < ps64.Len(); i++ {
+		for j, g := range ps64.At(i).Grad {
+			if math.Abs(g-float64(ps32.At(i).Grad[j])) > 1e-5 {
+				t.Fatalf("%s[%d]: grad %v vs %v", ps64.Name(i), j, g, ps32.At(i).Grad[j])
+			}
+		}
+	}
+}
+
+func TestAdam(t *testing.T) {
+	for _, c := range []struct {
+		wd, want float64
+	}{{0, 0.9}, {0.1, 0.89}} {
+		ps := NewParams[float64]()
+		p := ps.New("p", 1)
+		p.Data[0], p.Grad[0] = 1, 0.5
+		o := NewAdamW(ps, 0.1, c.wd)
+		o.Step()
+		if math.Abs(p.Data[0]-c.want) > 1e-6 {
+			t.Errorf("wd=%v: after one step p = %v, want %v", c.wd, p.Data[0], c.want)
+		}
+	}
+	// Adam minimises a quadratic.
+	ps := NewParams[float64]()
+	p := ps.New("p", 2)
+	copy(p.Data, []float64{3, -2})
+	o := NewAdam(ps, 0.1)
+	tp := NewTape[float64]()
+	for i := 0; i < 300; i++ {
+		tp.Reset()
+		ps.ZeroGrad()
+		tp.Backward(tp.SumAll(tp.Square(p)))
+		o.Step()
+	}
+	if math.Abs(p.Data[0]) > 1e-2 || math.Abs(p.Data[1]) > 1e-2 || o.Steps() != 300 {
+		t.Errorf("Adam did not converge: %v after %d steps", p.Data, o.Steps())
+	}
+}
+
+func TestClipAndSchedules(t *testing.T) {
+	ps := NewParams[float32]()
+	a, b := ps.New("a", 1), ps.New("b", 1)
+	a.Grad[0], b.Grad[0] = 3, 4
+	if n := ps.ClipGradNorm(1); n != 5 || math.Abs(float64(a.Grad[0])-0.6) > 1e-6 || math.Abs(float64(b.Grad[0])-0.8) > 1e-6 {
+		t.Errorf("ClipGradNorm: norm %v grads %v %v", n, a.Grad, b.Grad)
+	}
+	if n := ps.ClipGradNorm(10); math.Abs(n-1) > 1e-6 || math.Abs(float64(a.Grad[0])-0.6) > 1e-6 {
+		t.Errorf("ClipGradNorm below the limit changed gradients: %v %v", n, a.Grad)
+	}
+	near(t, "ConstantLR", []float64{ConstantLR(0.1)(0), ConstantLR(0.1)(99)}, 0.1, 0.1)
+	lin := LinearLR(1, 0, 10)
+	near(t, "LinearLR", []float64{lin(0), lin(5), lin(10), lin(20)}, 1, 0.5, 0, 0)
+	cos := CosineLR(1, 0.1, 10)
+	near(t, "CosineLR", []float64{cos(0), cos(5), cos(10), cos(11)}, 1, 0.55, 0.1, 0.1)
+}
+
+func TestInitialisers(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, shape := range [][2]int{{3, 7}, {7, 3}, {5, 5}} {
+		w := Zeros[float64](shape[0], shape[1])
+		Orthogonal(w, 2, rng)
+		r, c := shape[0], shape[1]
+		// The shorter side's vectors are orthogonal with norm gain.
+		n, l := min(r, c), max(r, c)
+		for i := 0; i < n; i++ {
+			for j := 0; j < n; j++ {
+				var d float64
+				for k := 0; k < l; k++ {
+					if r <= c {
+						d += w.Data[i*c+k] * w.Data[j*c+k]
+					} else {
+						d += w.Data[k*c+i] * w.Data[k*c+j]
+					}
+				}
+				want := 0.0
+				if i == j {
+					want = 4
+				}
+				if math.Abs(d-want) > 1e-9 {
+					t.Fatalf("Orthogonal %v: <v%d, v%d> = %v", shape, i, j, d)
+				}
+			}
+		}
+	}
+	w := Zeros[float32](100, 50)
+	XavierUniform(w, 100, 50, 1, rng)
+	bound := math.Sqrt(6.0 / 150)
+	var ss float64
+	for _, v := range w.Data {
+		if math.Abs(float64(v)) > bound {
+			t.Fatalf("Xavier value %v beyond %v", v, bound)
+		}
+		ss += float64(v * v)
+	}
+	if v := ss / 5000; math.Abs(v-bound*bound/3) > 0.1*bound*bound/3 {
+		t.Errorf("Xavier variance %v, want about %v", v, bound*bound/3)
+	}
+	KaimingNormal(w, 100, rng)
+	ss = 0
+	for _, v := range w.Data {
+		ss += float64(v * v)
+	}
+	if v := ss / 5000; math.Abs(v-0.02) > 0.002 {
+		t.Errorf("Kaiming variance %v, want about 0.02", v)
+	}
+}
+
+// TestDeterminism trains twice from the same seed and compares the saved
+// bytes; a different seed must give different bytes.
+func TestDeterminism(t *testing.T) {
+	run := func(seed uint64) []byte {
+		rng := rand.New(rand.NewPCG(seed, 1))
+		ps := NewParams[float32]()
+		mlp := NewMLP(ps, "m", []int{6, 16, 3}, ActTanh, rng)
+		ln := NewLayerNorm(ps, "ln", 3)
+		opt := NewAdamW(ps, 1e-2, 1e-2)
+		x := NewTensor(randf32(rng, 32*6), 32, 6)
+		targets := make([]int, 32)
+		for i := range targets {
+			targets[i] = rng.IntN(3)
+		}
+		tp := NewTape[float32]()
+		sched := CosineLR(1e-2, 1e-3, 5)
+		for step := 0; step < 5; step++ {
+			tp.Reset()
+			ps.ZeroGrad()
+			loss := tp.CrossEntropy(ln.Forward(tp, mlp.Forward(tp, x)), nil, targets)
+			tp.Backward(loss)
+			ps.ClipGradNorm(0.5)
+			opt.LR = sched(step)
+			opt.Step()
+		}
+		var buf bytes.Buffer
+		if err := ps.WriteSafetensors(&buf, nil); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	}
+	a, b, c := run(1), run(1), run(2)
+	if !bytes.Equal(a, b) {
+		t.Error("same seed gave different parameters")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("different seeds gave the same parameters")
+	}
+}
+
+func TestPanics(t *testing.T) {
+	tp := NewTape[float64]()
+	a := Zeros[float64](2, 3)
+	for name, f := range map[string]func(){
+		"matmul shapes":  func() { tp.MatMul(a, a, false, false) },
+		"add shapes":     func() { tp.Add(a, Zeros[float64](3, 2)) },
+		"gather range":   func() { tp.GatherRows(a, []int{2}) },
+		"segment range":  func() { tp.SegmentSum(a, []int{0, 5}, 2) },
+		"segment count":  func() { tp.SegmentSum(a, []int{0}, 2) },
+		"masked target":  func() { tp.CrossEntropy(a, []bool{true, false, true, true, true, true}, []int{1, 0}) },
+		"mask length":    func() { tp.Softmax(a, []bool{true}) },
+		"backward shape": func() { tp.Backward(a) },
+		"slice range":    func() { tp.Slice(a, 1, 2, 4) },
+		"conv weights":   func() { tp.Conv1D(Zeros[float64](1, 4, 2), Zeros[float64](3, 1), 2, false) },
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("%s: no panic", name)
+				}
+			}()
+			f()
+		}()
+	}
+}
