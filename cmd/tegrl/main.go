@@ -1,0 +1,133 @@
+// Command tegrl trains and serves learned cluster schedulers. Today it runs
+// the cluster simulator (tegrl simulate) and the FGD GPU saturation
+// experiment (tegrl saturate); see ../../../shared/ARCHITECTURE.md for the
+// commands to come.
+//
+// This package holds flags and configuration only; the work is done by the
+// packages it calls (env, report, ...). Each subcommand lives in its own
+// file and registers its constructor with addCommand from an init function,
+// so a new command needs no edit here.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// app is the state shared by the root command and its subcommands.
+type app struct {
+	stdout, stderr io.Writer
+	argv           []string // the command line as typed, argv[0] = "tegrl"
+	logLevel       string
+	logFormat      string
+	// log is the logger of the running command: stderr, with the level and
+	// format of --log-level and --log-format. Set before any RunE.
+	log *slog.Logger
+}
+
+// commands holds the subcommand constructors registered with addCommand.
+var commands []func(*app) *cobra.Command
+
+// addCommand registers a subcommand constructor; call it from init.
+func addCommand(newCmd func(*app) *cobra.Command) {
+	commands = append(commands, newCmd)
+}
+
+// newRootCmd builds the tegrl command tree writing to a.stdout and a.stderr.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "tegrl",
+		Short: "Train and serve learned cluster schedulers",
+		Long: `tegrl trains and serves learned cluster schedulers.
+
+It models a cluster (machines, GPUs, racks, network) and its workload (jobs
+from synthetic generators or public traces such as Alibaba's GPU cluster
+trace), and compares placement policies on it: classic baselines (random,
+best-fit, dot product, GPU packing, GPU clustering, FGD, kube-scheduler's
+default, power of two choices), the Thermo-Economic Governor's Langevin
+dynamics, and learned policies.
+
+Commands available today:
+  simulate   run the cluster simulator on a workload with one or more
+             schedulers and report job, utilisation and energy metrics
+  saturate   the FGD GPU saturation experiment: fill the GPU cluster with
+             pods that never finish and compare allocation and fragmentation
+
+Results go to stdout (text tables, or JSON with --json); logs go to stderr.
+A progress bar appears on long work when stderr is a terminal.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := newLogger(a.stderr, a.logLevel, a.logFormat)
+			if err != nil {
+				return err
+			}
+			a.log = log
+			return nil
+		},
+	}
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.logLevel, "log-level", "info", "log verbosity on stderr: debug, info, warn or error")
+	pf.StringVar(&a.logFormat, "log-format", "text", "log format on stderr: text (key=value) or json (one object per line)")
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd(a))
+	}
+	return root
+}
+
+// newLogger builds the slog logger the flags ask for.
+func newLogger(w io.Writer, level, format string) (*slog.Logger, error) {
+	var lv slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		lv = slog.LevelDebug
+	case "info":
+		lv = slog.LevelInfo
+	case "warn":
+		lv = slog.LevelWarn
+	case "error":
+		lv = slog.LevelError
+	default:
+		return nil, fmt.Errorf("--log-level %q: want debug, info, warn or error", level)
+	}
+	opts := &slog.HandlerOptions{Level: lv}
+	switch strings.ToLower(format) {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: want text or json", format)
+}
+
+// execute runs tegrl with args (without the program name).
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	a := &app{stdout: stdout, stderr: stderr, argv: append([]string{"tegrl"}, args...)}
+	root := newRootCmd(a)
+	root.SetArgs(args)
+	return root.ExecuteContext(ctx)
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := execute(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tegrl:", err)
+		if errors.Is(err, context.Canceled) {
+			os.Exit(130)
+		}
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,214 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+)
+
+func init() { addCommand(newSaturateCmd) }
+
+// Default trace paths, relative to the repository root.
+const (
+	defaultGPUNodes = "../shared/traces/alibaba-gpu-v2023/nodes.csv"
+	defaultGPUPods  = "../shared/traces/alibaba-gpu-v2023/pods.csv"
+)
+
+// saturateFlags are the options of tegrl saturate.
+type saturateFlags struct {
+	nodes, pods string
+	schedulers  string
+	seeds       string
+	tune        float64
+	workers     int
+	json        bool
+	plot        string
+	outMD       string
+}
+
+func newSaturateCmd(a *app) *cobra.Command {
+	f := &saturateFlags{}
+	cmd := &cobra.Command{
+		Use:   "saturate",
+		Short: "Run the FGD GPU saturation experiment and compare schedulers",
+		Long: `saturate runs the GPU saturation experiment of the FGD paper (Weng et al.,
+ATC'23; see ../shared/fgd-protocol.md) on the Alibaba GPU cluster trace.
+
+The cluster is the trace's machines that have GPUs. For each seed the pods
+are shuffled and topped up (drawn with replacement) until their GPU demand
+reaches --tune x the GPU capacity; they are submitted one at a time, never
+finish, and a pod that fits nowhere is dropped. After each pod the GPU
+allocation ratio (allocated / capacity) and the fragmentation are recorded
+at arrival bins of 1% of capacity, 0% to 130%.
+
+Output, per scheduler: the allocation curve every 10% of arrival and at 130%
+(mean ± std over seeds), the headline allocation at 130% arrival, the
+fragmentation F(M) as % of capacity and the fragmentation ratio (F(M) / idle
+GPU) at 130%; then a summary table sorted by allocation at 130%. Std is the
+sample standard deviation (divisor n-1; 0 with one seed).
+
+With --json, stdout has one JSON object per scheduler, one per line, with
+keys scheduler, seeds, alloc_at_130_mean, alloc_at_130_std,
+frag_at_130_mean, frag_at_130_std, frag_ratio_at_130_mean,
+frag_ratio_at_130_std, pods_mean, dropped_mean, dropped_std and bins (131
+objects: arrival_pct, alloc_mean, alloc_std, frag_pct_mean,
+frag_ratio_pct_mean). All values are percentages except seeds, pods and
+dropped (counts).
+
+Runs for different seeds and schedulers go in parallel (--workers); the
+results do not depend on it.`,
+		Example: `  tegrl saturate --scheduler all --seeds 42-51 --plot docs/saturation.png --out-md docs/saturation.md
+  tegrl saturate --scheduler fgd,bestfit --seeds 42,43,50 --json
+  tegrl saturate --scheduler kube --seeds 7 --tune 1.0`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSaturate(cmd, a, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "Alibaba GPU trace node table (nodes.csv); only machines with GPUs are used")
+	fl.StringVar(&f.pods, "pods", defaultGPUPods, "Alibaba GPU trace pod table (pods.csv)")
+	fl.StringVar(&f.schedulers, "scheduler", "all", "comma-separated schedulers: random, bestfit, dotprod, packing, clustering, fgd, kube, p2c; \"all\" = the FGD protocol's six (random through fgd)")
+	fl.StringVar(&f.seeds, "seeds", "42-51", `seeds: one ("7"), a range ("42-51"), a list ("42,43,50") or a mix ("1-3,10")`)
+	fl.Float64Var(&f.tune, "tune", 1.3, "stop submitting pods when their GPU demand reaches this multiple of the GPU capacity")
+	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS (the number of usable CPUs)")
+	fl.BoolVar(&f.json, "json", false, "write one JSON object per scheduler (JSON lines) to stdout instead of tables")
+	fl.StringVar(&f.plot, "plot", "", "also write a PNG plot of GPU allocation against arrived demand, one curve per scheduler, to this file")
+	fl.StringVar(&f.outMD, "out-md", "", "also write the Markdown summary table and the command line to this file")
+	return cmd
+}
+
+func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
+	schedulers, err := report.ParseSchedulers(f.schedulers)
+	if err != nil {
+		return fmt.Errorf("--scheduler: %w", err)
+	}
+	seeds, err := report.ParseSeeds(f.seeds)
+	if err != nil {
+		return fmt.Errorf("--seeds: %w", err)
+	}
+	if !(f.tune > 0) || math.IsInf(f.tune, 0) {
+		return fmt.Errorf("--tune %v: want a positive number (the protocol uses 1.3)", f.tune)
+	}
+	if f.workers < 0 {
+		return fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) or more", f.workers)
+	}
+	if f.workers == 0 {
+		f.workers = runtime.GOMAXPROCS(0)
+	}
+	if err := checkTrace("--nodes", f.nodes); err != nil {
+		return err
+	}
+	if err := checkTrace("--pods", f.pods); err != nil {
+		return err
+	}
+
+	log := a.log
+	start := time.Now()
+	full, err := env.LoadAlibabaGPUNodes(f.nodes)
+	if err != nil {
+		return fmt.Errorf("load nodes %s: %w", f.nodes, err)
+	}
+	cluster := full.GPUMachines()
+	if len(cluster.Machines) == 0 {
+		return fmt.Errorf("load nodes %s: no machine has a GPU", f.nodes)
+	}
+	w, err := env.LoadAlibabaGPUPods(f.pods, env.GPUTraceOptions{Compress: 1})
+	if err != nil {
+		return fmt.Errorf("load pods %s: %w", f.pods, err)
+	}
+	log.Info("loaded trace", "machines", len(full.Machines), "gpu_machines", len(cluster.Machines),
+		"gpus", cluster.TotalGPUs(), "pods", len(w.Jobs), "took", time.Since(start).Round(time.Millisecond))
+
+	bar := newProgress(a.stderr, len(schedulers)*len(seeds), "saturate")
+	busy := map[string]time.Duration{}
+	runs, err := report.RunSaturation(cmd.Context(), report.SaturationConfig{
+		Cluster: cluster, Trace: w.Jobs, Schedulers: schedulers, Seeds: seeds, Tune: f.tune, Workers: f.workers,
+		OnRun: func(r env.SaturationRun, d time.Duration) {
+			busy[r.Scheduler] += d
+			log.Debug("run done", "scheduler", r.Scheduler, "seed", r.Seed, "pods", r.Pods, "dropped", r.Dropped,
+				"alloc_at_130_pct", r.Bins[report.HeadlineBin].AllocPct, "took", d.Round(time.Millisecond))
+			_ = bar.Add(1)
+		},
+	})
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	sums := make([]report.SaturationSummary, len(runs))
+	for i, rs := range runs {
+		if sums[i], err = report.Summarize(rs); err != nil {
+			return err
+		}
+		log.Info("scheduler done", "scheduler", schedulers[i], "seeds", len(seeds),
+			"per_seed", (busy[schedulers[i]] / time.Duration(len(seeds))).Round(time.Millisecond))
+	}
+	log.Info("saturation done", "runs", len(schedulers)*len(seeds), "workers", f.workers, "took", time.Since(start).Round(time.Millisecond))
+
+	if f.plot != "" {
+		title := fmt.Sprintf("GPU saturation, Alibaba GPU 2023 (%d GPUs), seeds %s", cluster.TotalGPUs(), report.FormatSeeds(seeds))
+		if err := report.SaveAllocationPlot(f.plot, sums, title); err != nil {
+			return err
+		}
+		log.Info("wrote plot", "path", f.plot)
+	}
+	if f.outMD != "" {
+		var b bytes.Buffer
+		plotRef := ""
+		if f.plot != "" {
+			// Link the plot relative to the Markdown file when possible.
+			plotRef = f.plot
+			if abs, err := filepath.Abs(f.plot); err == nil {
+				if dir, err := filepath.Abs(filepath.Dir(f.outMD)); err == nil {
+					if rel, err := filepath.Rel(dir, abs); err == nil {
+						plotRef = filepath.ToSlash(rel)
+					}
+				}
+			}
+		}
+		if err := report.WriteSaturationMarkdown(&b, sums, report.CommandLine(a.argv), plotRef); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--out-md: %w", err)
+		}
+		log.Info("wrote markdown", "path", f.outMD)
+	}
+	out := cmd.OutOrStdout()
+	if !f.json {
+		return report.WriteSaturationText(out, sums)
+	}
+	enc := json.NewEncoder(out)
+	for _, s := range sums {
+		if err := enc.Encode(s); err != nil {
+			return fmt.Errorf("write JSON: %w", err)
+		}
+	}
+	return nil
+}
+
+// checkTrace fails with a helpful message when a trace file is missing.
+func checkTrace(flag, path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%s %s: file not found; run from the repository root with ../shared/traces present, or pass %s PATH", flag, path, flag)
+	case err != nil:
+		return fmt.Errorf("%s: %w", flag, err)
+	case st.IsDir():
+		return fmt.Errorf("%s %s: is a directory, want the CSV file", flag, path)
+	}
+	return nil
+}
