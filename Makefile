@@ -44,12 +44,18 @@ fmt-check:
 	@out=$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-## demo: build, then the FGD saturation experiment on three seeds
+## demo: build, compare every scheduler on a synthetic cluster, then (with
+## ../shared/traces) the FGD saturation experiment and the real GPU cluster
 demo: build
+	@echo "== tegrl simulate: every scheduler, 1,000-machine synthetic cluster, bursty AI workload, 6 simulated hours"
+	$(BIN) simulate --scheduler all --machines 1000 --seed 1 --log-level warn
 	@if [ -d $(TRACES) ]; then \
-		$(BIN) saturate --scheduler all --seeds 42-44; \
+		echo; echo "== tegrl saturate: FGD saturation experiment on the Alibaba GPU trace, seeds 42-44"; \
+		$(BIN) saturate --scheduler all --seeds 42-44 --log-level warn; \
+		echo; echo "== tegrl simulate: the real Alibaba GPU cluster (1,523 machines) under the synthetic workload"; \
+		$(BIN) simulate --scheduler all --cluster alibaba-gpu:$(TRACES)/alibaba-gpu-v2023/nodes.csv --seed 1 --log-level warn; \
 	else \
-		echo "demo: $(TRACES) not found; the saturation demo needs the Alibaba GPU trace there"; \
+		echo "demo: $(TRACES) not found; skipping the Alibaba trace parts"; \
 	fi
 
 ## clean: remove build outputs and test caches
