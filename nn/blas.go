@@ -59,3 +59,64 @@ func as64[T Float](s []T) []float64 {
 	}
 	return unsafe.Slice((*float64)(unsafe.Pointer(&s[0])), len(s))
 }
+
+// nativeBLAS is true while gonum's pure-Go BLAS is in use. Its kernels are
+// about twice as fast for C = A·Bᵀ (dot products over contiguous rows) as for
+// the other transpose cases (axpy updates that store to C in the inner loop),
+// so gemmScratch rewrites products into that form when it pays.
+var nativeBLAS = true
+
+// transposeMin is the smallest m·n·k for which gemmScratch transposes
+// operands; below it the copy costs more than it saves. Tests lower it to
+// exercise the rewrite on small shapes.
+var transposeMin = 1 << 15
+
+// gemmScratch holds reusable buffers for transposed operands, so that a
+// tape's products do not allocate.
+type gemmScratch[T Float] struct {
+	a, b []T
+}
+
+// gemm is [gemm] with operands rewritten to the A·Bᵀ form when nativeBLAS.
+func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if nativeBLAS && m*n*k >= transposeMin {
+		if transA { // stored k×m → m×k
+			s.a = grow(s.a, m*k)
+			transpose(s.a, a, k, m, lda)
+			a, lda, transA = s.a, k, false
+		}
+		if !transB { // stored k×n → n×k
+			s.b = grow(s.b, n*k)
+			transpose(s.b, b, k, n, ldb)
+			b, ldb, transB = s.b, k, true
+		}
+	}
+	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func grow[T Float](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	return s[:n]
+}
+
+// transpose writes the r×c matrix src (row stride ld) into dst as c×r.
+// It works in square tiles and writes each tile's output rows contiguously:
+// the naive loop writes with a power-of-two stride, which maps every store
+// to the same cache set and runs about six times slower.
+func transpose[T Float](dst, src []T, r, c, ld int) {
+	const tile = 32
+	for i0 := 0; i0 < r; i0 += tile {
+		i1 := min(i0+tile, r)
+		for j0 := 0; j0 < c; j0 += tile {
+			j1 := min(j0+tile, c)
+			for j := j0; j < j1; j++ {
+				d := dst[j*r+i0 : j*r+i1]
+				for ii := range d {
+					d[ii] = src[(i0+ii)*ld+j]
+				}
+			}
+		}
+	}
+}

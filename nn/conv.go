@@ -43,7 +43,7 @@ func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 		}
 	}
 	out := tp.alloc(x.RequiresGrad || w.RequiresGrad, n, tout, cout)
-	gemm(false, false, n*tout, cout, kc, 1, col.Data, kc, w.Data, cout, 0, out.Data, cout)
+	tp.scratch.gemm(false, false, n*tout, cout, kc, 1, col.Data, kc, w.Data, cout, 0, out.Data, cout)
 	tp.record(node[T]{op: opConv1D, out: out, a: x, b: w, aux: col, i0: k, i1: pad, i2: tout})
 	return out
 }
@@ -56,7 +56,7 @@ func (tp *Tape[T]) backConv1D(n *node[T]) {
 	kc := k * cin
 	rows := nb * tout
 	if gw := gradOf(w); gw != nil {
-		gemm(true, false, kc, cout, rows, 1, col.Data, kc, g, cout, 1, gw, cout)
+		tp.scratch.gemm(true, false, kc, cout, rows, 1, col.Data, kc, g, cout, 1, gw, cout)
 	}
 	gx := gradOf(x)
 	if gx == nil {
@@ -64,7 +64,7 @@ func (tp *Tape[T]) backConv1D(n *node[T]) {
 	}
 	// Reuse the column buffer for dcol: the forward values are no longer needed.
 	dcol := col.Data
-	gemm(false, true, rows, kc, cout, 1, g, cout, w.Data, cout, 0, dcol, kc)
+	tp.scratch.gemm(false, true, rows, kc, cout, 1, g, cout, w.Data, cout, 0, dcol, kc)
 	for b := 0; b < nb; b++ {
 		for t := 0; t < tout; t++ {
 			src := dcol[(b*tout+t)*kc : (b*tout+t+1)*kc]

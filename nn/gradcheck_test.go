@@ -118,7 +118,18 @@ func randMask(rng *rand.Rand, rows, cols int) []bool {
 
 func dims(rng *rand.Rand) (int, int, int) { return 1 + rng.IntN(5), 1 + rng.IntN(5), 1 + rng.IntN(5) }
 
-func TestGradients(t *testing.T) {
+func TestGradients(t *testing.T) { testGradients(t) }
+
+// TestGradientsTransposedGemm repeats the checks with every product
+// rewritten to the A·Bᵀ form (see gemmScratch), which normally only
+// happens for large shapes.
+func TestGradientsTransposedGemm(t *testing.T) {
+	defer func(old int) { transposeMin = old }(transposeMin)
+	transposeMin = 0
+	testGradients(t)
+}
+
+func testGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var cases []gradCase
 	add := func(name string, f func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64], in ...*Tensor[float64]) {

@@ -22,12 +22,13 @@ func (tp *Tape[T]) MatMul(a, b *Tensor[T], transA, transB bool) *Tensor[T] {
 		panic(fmt.Sprintf("nn: MatMul: inner dimensions differ: %v (trans %v) and %v (trans %v)", a.Shape, transA, b.Shape, transB))
 	}
 	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, m, n)
-	gemm(transA, transB, m, n, k, 1, a.Data, a.Shape[1], b.Data, b.Shape[1], 0, out.Data, n)
+	tp.scratch.gemm(transA, transB, m, n, k, 1, a.Data, a.Shape[1], b.Data, b.Shape[1], 0, out.Data, n)
 	tp.record(node[T]{op: opMatMul, out: out, a: a, b: b, t0: transA, t1: transB, i0: m, i1: n, i2: k})
 	return out
 }
 
-func backMatMul[T Float](n *node[T]) {
+func (tp *Tape[T]) backMatMul(n *node[T]) {
+	gemm := tp.scratch.gemm
 	a, b, g := n.a, n.b, n.out.Grad
 	m, nn, k := n.i0, n.i1, n.i2
 	lda, ldb := a.Shape[1], b.Shape[1]

@@ -22,6 +22,13 @@ func near(t *testing.T, what string, got []float64, want ...float64) {
 }
 
 func TestForwardValues(t *testing.T) {
+	testForwardValues(t)
+	defer func(old int) { transposeMin = old }(transposeMin)
+	transposeMin = 0
+	testForwardValues(t)
+}
+
+func testForwardValues(t *testing.T) {
 	tp := NewTape[float64]()
 	a := tn([]float64{1, 2, 3, 4}, 2, 2)
 	b := tn([]float64{5, 6, 7, 8}, 2, 2)

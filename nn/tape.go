@@ -13,6 +13,8 @@ type Tape[T Float] struct {
 
 	ints     [][]int // arena of index buffers (argmax, counts)
 	usedInts int
+
+	scratch gemmScratch[T] // transposed matmul operands
 }
 
 // NewTape returns an empty tape.
@@ -175,7 +177,7 @@ type node[T Float] struct {
 func (tp *Tape[T]) backward(n *node[T]) {
 	switch n.op {
 	case opMatMul:
-		backMatMul(n)
+		tp.backMatMul(n)
 	case opAdd, opSub:
 		backAddSub(n)
 	case opMul:
