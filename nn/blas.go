@@ -71,6 +71,9 @@ var nativeBLAS = true
 // exercise the rewrite on small shapes.
 var transposeMin = 1 << 15
 
+// shortDot is the inner dimension below which the A·Bᵀ form loses.
+const shortDot = 32
+
 // gemmScratch holds reusable buffers for transposed operands, so that a
 // tape's products do not allocate.
 type gemmScratch[T Float] struct {
@@ -80,6 +83,17 @@ type gemmScratch[T Float] struct {
 // gemm is [gemm] with operands rewritten to the A·Bᵀ form when nativeBLAS.
 func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if nativeBLAS && m*n*k >= transposeMin {
+		if k < shortDot && n >= 4*shortDot && !transA {
+			// Dot products this short cost more in call overhead than the
+			// axpy form loses to stores: use A·B with B stored k×n.
+			if transB { // stored n×k → k×n
+				s.b = grow(s.b, n*k)
+				transpose(s.b, b, n, k, ldb)
+				b, ldb = s.b, n
+			}
+			gemm(false, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			return
+		}
 		if transA { // stored k×m → m×k
 			s.a = grow(s.a, m*k)
 			transpose(s.a, a, k, m, lda)
