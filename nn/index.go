@@ -1,6 +1,9 @@
 package nn
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // GatherRows returns the rows x[idx[0]], x[idx[1]], ... where a row is
 // everything below the first dimension of x; the result has shape
@@ -118,38 +121,56 @@ func backSegSum[T Float](n *node[T]) {
 // SegmentMax takes the elementwise maximum of the rows of x by segment (see
 // [Tape.SegmentSum]); empty segments are zero. The gradient of each output
 // element goes to the row that attained the maximum (the first, on ties).
+//
+// The forward pass uses the branch-free max and leaves finding the arg-max
+// to the backward pass, where the comparison is almost always false and so
+// predictable: with random data a running arg-max mispredicts about every
+// other branch and is several times slower.
 func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
 	checkSegments("SegmentMax", x, seg, nseg)
 	_, stride := x.lead()
 	out := tp.allocLead(x, nseg)
-	arg := tp.allocInts(nseg * stride)
-	for i := range arg {
-		arg[i] = -1
+	counts := tp.allocInts(nseg)
+	clear(counts)
+	negInf := T(math.Inf(-1))
+	for i := range out.Data {
+		out.Data[i] = negInf
 	}
 	for i, s := range seg {
+		counts[s]++
 		xr := x.Data[i*stride : (i+1)*stride]
 		or := out.Data[s*stride : (s+1)*stride]
-		ar := arg[s*stride : (s+1)*stride]
+		or = or[:len(xr)]
 		for j, v := range xr {
-			if ar[j] < 0 || v > or[j] {
-				or[j] = v
-				ar[j] = i
-			}
+			or[j] = max(or[j], v)
 		}
 	}
-	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg, ints: arg})
+	for s, c := range counts {
+		if c == 0 {
+			clear(out.Data[s*stride : (s+1)*stride])
+		}
+	}
+	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg})
 	return out
 }
 
-func backSegMax[T Float](n *node[T]) {
+func (tp *Tape[T]) backSegMax(n *node[T]) {
 	ga := gradOf(n.a)
 	if ga == nil {
 		return
 	}
 	_, stride := n.a.lead()
-	for k, v := range n.out.Grad {
-		if r := n.ints[k]; r >= 0 {
-			ga[r*stride+k%stride] += v
+	done := tp.allocInts(len(n.out.Data)) // 1 once an output's gradient is routed
+	clear(done)
+	for i, s := range n.idx {
+		xr, gr := n.a.Data[i*stride:(i+1)*stride], ga[i*stride:(i+1)*stride]
+		or, g := n.out.Data[s*stride:(s+1)*stride], n.out.Grad[s*stride:(s+1)*stride]
+		dr := done[s*stride : (s+1)*stride]
+		for j, v := range xr {
+			if v == or[j] && dr[j] == 0 {
+				gr[j] += g[j]
+				dr[j] = 1
+			}
 		}
 	}
 }

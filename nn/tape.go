@@ -207,7 +207,7 @@ func (tp *Tape[T]) backward(n *node[T]) {
 	case opSegSum:
 		backSegSum(n)
 	case opSegMax:
-		backSegMax(n)
+		tp.backSegMax(n)
 	case opSoftmax:
 		backSoftmax(n)
 	case opLogSoftmax:
