@@ -33,6 +33,15 @@
 // that must outlive a step are ordinary tensors created with [NewTensor] or
 // [Zeros] and are never touched by Reset.
 //
+// # Masks
+//
+// Softmax, LogSoftmax, CrossEntropy and the categorical distribution take an
+// optional mask with one entry per logit; false excludes the entry (an
+// illegal action). Excluded entries get probability 0 and log-probability 0
+// (not -Inf, so products such as p·log p stay 0 instead of NaN) and receive
+// no gradient. A row with every entry excluded is all zeros. A nil mask
+// excludes nothing.
+//
 // Index slices and masks passed to operations are kept by reference until
 // Backward; callers must not change them in between.
 //

@@ -5,12 +5,6 @@ import (
 	"math"
 )
 
-// Masks: a mask has one entry per element of the logits; false marks an
-// element that is excluded (an illegal action). Masked elements get
-// probability 0 and log-probability 0 (not -Inf, so that products such as
-// p·log p stay 0 instead of NaN) and receive no gradient. A row with every
-// element masked is all zeros. A nil mask excludes nothing.
-
 func checkMask[T Float](op string, x *Tensor[T], mask []bool) {
 	if mask != nil && len(mask) != len(x.Data) {
 		panic(fmt.Sprintf("nn: %s: mask has %d entries for shape %v", op, len(mask), x.Shape))
@@ -104,7 +98,7 @@ func backSoftmax[T Float](n *node[T]) {
 }
 
 // LogSoftmax returns the log-softmax over the last dimension of x; masked
-// entries are 0 (see the mask convention above).
+// entries are 0 (see Masks in the package documentation).
 func (tp *Tape[T]) LogSoftmax(x *Tensor[T], mask []bool) *Tensor[T] {
 	checkMask("LogSoftmax", x, mask)
 	out := tp.alloc(x.RequiresGrad, x.Shape...)
