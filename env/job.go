@@ -82,6 +82,22 @@ type Job struct {
 	Tenant int
 	// Migratable jobs may be moved by the TEG dynamics.
 	Migratable bool
+	// NetGbps is the job's network traffic through its rack's uplink
+	// (rack congestion in the potential field).
+	NetGbps float64
+}
+
+// defaultNetGbps is the traffic model for sources without one: training
+// gangs exchange gradients (1 Gbit/s per GPU), services serve requests
+// (0.5), batch tasks read input (0.05 per core).
+func defaultNetGbps(j *Job) float64 {
+	switch j.Kind {
+	case Training:
+		return float64(j.GPUs)
+	case Service:
+		return 0.5
+	}
+	return 0.05 * float64(j.CPU) / 1000
 }
 
 // IsShare reports whether j takes a fraction of one GPU.
@@ -103,6 +119,8 @@ func (j *Job) Validate() error {
 		return fmt.Errorf("job %d (%s): gpu_milli %d outside (0, 1000]", j.ID, j.Name, j.GPUMilli)
 	case j.GPUs > 1 && j.GPUMilli != MilliGPU:
 		return fmt.Errorf("job %d (%s): %d GPUs with gpu_milli %d: multi-GPU jobs take whole GPUs", j.ID, j.Name, j.GPUs, j.GPUMilli)
+	case j.NetGbps < 0 || j.NetGbps != j.NetGbps:
+		return fmt.Errorf("job %d (%s): network %v Gbit/s must be >= 0", j.ID, j.Name, j.NetGbps)
 	case j.Duration < 0 || j.Arrival < 0:
 		return fmt.Errorf("job %d (%s): negative arrival %.0f or duration %.0f", j.ID, j.Name, j.Arrival, j.Duration)
 	}

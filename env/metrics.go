@@ -14,11 +14,20 @@ type metricsAcc struct {
 	jct, waits                             []float64
 	slowdown                               float64
 	cpu, mem, gpu, energyJ, queue, time    float64
+	damping, tokens                        float64
 	fragRate, fragRatio                    float64
 	fragSamples                            int
-}
 
-func (a *metricsAcc) init() {}
+	migrations, oomKills, preemptions int
+	safetyViolations, safetyActions   int
+	taxed                             int
+	replicasAdded, replicasRemoved    int
+	nashMax, nashMean                 float64
+	nashSamples                       int
+	reward, rewardSuccess             float64
+	rewardEnergy, rewardLatency       float64
+	rewardTicks                       int
+}
 
 // Metrics summarises a run. JSON keys are stable: snake_case with units.
 type Metrics struct {
@@ -32,9 +41,10 @@ type Metrics struct {
 	JobsSubmitted    int     `json:"jobs_submitted"`
 	JobsCompleted    int     `json:"jobs_completed"`
 	JobsFailed       int     `json:"jobs_failed"`
-	JobsRejected     int     `json:"jobs_rejected"` // fit no machine of the cluster
-	JobsRunning      int     `json:"jobs_running"`  // at the end of the run
-	JobsQueued       int     `json:"jobs_queued"`   // at the end of the run
+	JobsRejected     int     `json:"jobs_rejected"`  // fit no machine of the cluster
+	JobsRunning      int     `json:"jobs_running"`   // at the end of the run
+	JobsQueued       int     `json:"jobs_queued"`    // at the end of the run
+	JobsCancelled    int     `json:"jobs_cancelled"` // replicas removed by scale-down
 	MeanJCTS         float64 `json:"mean_jct_s"`
 	P95JCTS          float64 `json:"p95_jct_s"`
 	MeanSlowdown     float64 `json:"mean_slowdown"`
@@ -52,6 +62,25 @@ type Metrics struct {
 	Evictions        int     `json:"evictions"`
 	MachineFailures  int     `json:"machine_failures"`
 	InvalidDecisions int     `json:"invalid_decisions"`
+
+	// TEG dynamics.
+	Migrations       int     `json:"migrations"`
+	OOMKills         int     `json:"oom_kills"`
+	SafetyViolations int     `json:"safety_violations"` // caps exceeded: memory (OOM) or rack power
+	SafetyActions    int     `json:"safety_actions"`    // placements projected or refused, jobs moved by the barrier
+	Preemptions      int     `json:"preemptions"`       // jobs checkpointed back to the queue by the barrier
+	AdmissionTaxed   int     `json:"admission_taxed"`   // offers held back by the damping tax
+	NashGap          float64 `json:"nash_gap"`          // mean over samples of the largest unilateral gain
+	NashGapMean      float64 `json:"nash_gap_mean"`     // mean over samples of the mean gain
+	MeanDamping      float64 `json:"mean_damping"`
+	TokenSupply      float64 `json:"token_supply"`       // time-averaged total balance
+	TokenSupplyBound float64 `json:"token_supply_bound"` // capacity rate / λ (0 without evaporation)
+	RewardMean       float64 `json:"reward_mean"`
+	RewardSuccess    float64 `json:"reward_success"`
+	RewardEnergy     float64 `json:"reward_energy"`
+	RewardLatency    float64 `json:"reward_latency"`
+	ReplicasAdded    int     `json:"replicas_added"`
+	ReplicasRemoved  int     `json:"replicas_removed"`
 }
 
 // Metrics returns the metrics of the run so far. Jobs still queued count
@@ -72,7 +101,16 @@ func (s *Sim) Metrics() Metrics {
 		JobsFailed:       a.failed,
 		JobsRejected:     a.rejected,
 		JobsRunning:      s.nrunning,
-		JobsQueued:       len(s.queue),
+		JobsQueued:       s.tq.n,
+		JobsCancelled:    a.replicasRemoved,
+		Migrations:       a.migrations,
+		OOMKills:         a.oomKills,
+		SafetyViolations: a.safetyViolations,
+		SafetyActions:    a.safetyActions,
+		Preemptions:      a.preemptions,
+		AdmissionTaxed:   a.taxed,
+		ReplicasAdded:    a.replicasAdded,
+		ReplicasRemoved:  a.replicasRemoved,
 		MeanJCTS:         mean(a.jct),
 		P95JCTS:          percentile(a.jct, 0.95),
 		MeanWaitS:        mean(a.waits),
@@ -87,15 +125,20 @@ func (s *Sim) Metrics() Metrics {
 		m.MeanSlowdown = a.slowdown / float64(a.completed)
 	}
 	judged, violations := a.judged, a.violations
-	for _, id := range s.queue {
-		j := &s.w.Jobs[id]
-		wait := s.now - j.Arrival
-		if sla := max(j.Deadline, j.LatencySLO); sla > 0 && wait > sla {
-			judged++
-			violations++
-		}
-		if r := &s.jobs[id]; !r.starved && s.now-r.queuedAt > s.cfg.StarveAfter {
-			m.StarvedJobs++
+	for _, q := range s.tq.q {
+		for _, id := range q {
+			if id < 0 {
+				continue
+			}
+			j := &s.w.Jobs[id]
+			wait := s.now - j.Arrival
+			if sla := max(j.Deadline, j.LatencySLO); sla > 0 && wait > sla {
+				judged++
+				violations++
+			}
+			if r := &s.jobs[id]; !r.starved && s.now-r.queuedAt > s.cfg.StarveAfter {
+				m.StarvedJobs++
+			}
 		}
 	}
 	if judged > 0 {
@@ -106,6 +149,22 @@ func (s *Sim) Metrics() Metrics {
 		m.UtilMem = a.mem / a.time
 		m.UtilGPU = a.gpu / a.time
 		m.MeanQueueLen = a.queue / a.time
+		m.MeanDamping = a.damping / a.time
+		m.TokenSupply = a.tokens / a.time
+	}
+	if b := s.tok.SupplyBound(); !math.IsInf(b, 0) {
+		m.TokenSupplyBound = b
+	}
+	if a.nashSamples > 0 {
+		m.NashGap = a.nashMax / float64(a.nashSamples)
+		m.NashGapMean = a.nashMean / float64(a.nashSamples)
+	}
+	if a.rewardTicks > 0 {
+		n := float64(a.rewardTicks)
+		m.RewardMean = a.reward / n
+		m.RewardSuccess = a.rewardSuccess / n
+		m.RewardEnergy = a.rewardEnergy / n
+		m.RewardLatency = a.rewardLatency / n
 	}
 	if a.fragSamples > 0 {
 		m.GPUFragRate = a.fragRate / float64(a.fragSamples)

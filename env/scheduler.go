@@ -15,6 +15,9 @@ type Observation struct {
 	Job   *Job    // the job to place (head of the queue)
 	Req   Request // Job resolved against the cluster
 	Queue int     // jobs waiting, including Job
+	// TEG is the governor's view (field, damping, energy, safety); nil
+	// outside a simulation (e.g. in the saturation experiment).
+	TEG *TEGView
 }
 
 // Action is a scheduler's decision for the pending job.
@@ -52,7 +55,7 @@ type Scheduler interface {
 }
 
 // SchedulerNames lists the schedulers that NewScheduler builds.
-var SchedulerNames = []string{"random", "bestfit", "dotprod", "packing", "clustering", "fgd", "kube", "p2c"}
+var SchedulerNames = []string{"random", "bestfit", "dotprod", "packing", "clustering", "fgd", "kube", "p2c", "langevin"}
 
 // NewScheduler builds a non-learned scheduler by name.
 func NewScheduler(name string) (Scheduler, error) {
@@ -73,6 +76,8 @@ func NewScheduler(name string) (Scheduler, error) {
 		return &Kube{}, nil
 	case "p2c":
 		return &P2C{}, nil
+	case "langevin":
+		return &Langevin{}, nil
 	}
 	return nil, fmt.Errorf("unknown scheduler %q (have %s)", name, strings.Join(SchedulerNames, ", "))
 }

@@ -1,7 +1,6 @@
 package env
 
 import (
-	"container/heap"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -28,10 +27,13 @@ type SimConfig struct {
 	ScanLimit int
 	// StarveAfter: a job that waits longer than this (s) is starved.
 	StarveAfter float64
-	// MaxRestarts: a job evicted more often than this fails.
+	// MaxRestarts: a job killed (failure, OOM) more often than this fails.
 	MaxRestarts int
 	// FragEvery samples GPU fragmentation every this many ticks.
 	FragEvery int
+	// TEG configures the Thermo-Economic Governor's mechanisms; nil means
+	// GovernorTEG(scheduler name).
+	TEG *TEGConfig
 }
 
 // DefaultSimConfig holds the defaults: 10 s ticks, machines failing once a
@@ -50,30 +52,14 @@ var DefaultSimConfig = SimConfig{
 
 func (c *SimConfig) fill() error {
 	d := DefaultSimConfig
-	if c.Tick == 0 {
-		c.Tick = d.Tick
-	}
-	if c.MaxTicks == 0 {
-		c.MaxTicks = d.MaxTicks
-	}
-	if c.MTBF == 0 {
-		c.MTBF = d.MTBF
-	}
-	if c.MTTR == 0 {
-		c.MTTR = d.MTTR
-	}
-	if c.ScanLimit == 0 {
-		c.ScanLimit = d.ScanLimit
-	}
-	if c.StarveAfter == 0 {
-		c.StarveAfter = d.StarveAfter
-	}
-	if c.MaxRestarts == 0 {
-		c.MaxRestarts = d.MaxRestarts
-	}
-	if c.FragEvery == 0 {
-		c.FragEvery = d.FragEvery
-	}
+	setDefault(&c.Tick, d.Tick)
+	setDefault(&c.MaxTicks, d.MaxTicks)
+	setDefault(&c.MTBF, d.MTBF)
+	setDefault(&c.MTTR, d.MTTR)
+	setDefault(&c.ScanLimit, d.ScanLimit)
+	setDefault(&c.StarveAfter, d.StarveAfter)
+	setDefault(&c.MaxRestarts, d.MaxRestarts)
+	setDefault(&c.FragEvery, d.FragEvery)
 	switch {
 	case !(c.Tick > 0) || math.IsInf(c.Tick, 0):
 		return fmt.Errorf("tick %v s must be positive", c.Tick)
@@ -89,6 +75,13 @@ func (c *SimConfig) fill() error {
 	return nil
 }
 
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 // jobState tracks one job through the system.
 type jobState uint8
 
@@ -98,22 +91,31 @@ const (
 	running
 	completed
 	failed
+	cancelled // a replica removed by a scale-down action
 )
 
 type jobRec struct {
-	state    jobState
-	restarts int
-	queuedAt float64 // last time it entered the queue
-	firstRun float64 // first start time (-1 before)
-	start    float64 // current run's start
-	end      float64 // current run's planned end
-	alloc    Alloc
-	starved  bool
-	judged   bool   // SLA decided (services at start)
-	run      uint32 // number of starts; tags its completion entry
+	state     jobState
+	restarts  int     // kills by failure or OOM
+	starts    uint32  // number of starts (hash input of the usage model)
+	seq       uint32  // version of its completion entry
+	queuedAt  float64 // last time it entered the queue
+	firstRun  float64 // first start time (-1 before)
+	start     float64 // current run's start
+	end       float64 // current run's planned end
+	work      float64 // nominal seconds of work left at mark
+	rate      float64 // progress per second now
+	mark      float64 // time work was last brought up to date (or resumes)
+	alloc     Alloc
+	use       usage
+	saturated bool
+	starved   bool
+	judged    bool // SLA decided (services at start)
 	// waitEpoch is Sim.epoch+1 when the scheduler last answered Wait; the
 	// job is not offered again until capacity has been freed since.
 	waitEpoch uint64
+	tenant    int32 // dense tenant index
+	migrIdx   int32 // position in Sim.migr, -1 when absent
 }
 
 // event is a machine failure or recovery.
@@ -123,50 +125,20 @@ type event struct {
 	up      bool
 }
 
-type eventHeap []event
-
-func (h eventHeap) Len() int { return len(h) }
-func (h eventHeap) Less(i, j int) bool {
-	if h[i].t != h[j].t {
-		return h[i].t < h[j].t
-	}
-	return h[i].machine < h[j].machine
-}
-func (h eventHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *eventHeap) Push(x any)   { *h = append(*h, x.(event)) }
-func (h *eventHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
-}
-
-// endEntry is a running job's planned completion. Evicted jobs leave stale
-// entries behind, recognised by their run number and skipped when they
-// surface (lazy deletion keeps evictions O(log n)).
-type endEntry struct {
-	end float64
+// timed is a job (or machine) event tagged with the version it was
+// scheduled for; stale entries are skipped when they surface, which keeps
+// rescheduling O(log n) without deletions.
+type timed struct {
+	t   float64
 	id  int32
-	run uint32
+	ver uint32
 }
 
-// endHeap orders planned completions by time, then job ID.
-type endHeap []endEntry
-
-func (h endHeap) Len() int { return len(h) }
-func (h endHeap) Less(a, b int) bool {
-	if h[a].end != h[b].end {
-		return h[a].end < h[b].end
+func timedLess(a, b timed) bool {
+	if a.t != b.t {
+		return a.t < b.t
 	}
-	return h[a].id < h[b].id
-}
-func (h endHeap) Swap(a, b int) { h[a], h[b] = h[b], h[a] }
-func (h *endHeap) Push(x any)   { *h = append(*h, x.(endEntry)) }
-func (h *endHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+	return a.id < b.id
 }
 
 // Sim is a deterministic cluster simulation: a pure state machine advanced
@@ -174,6 +146,7 @@ func (h *endHeap) Pop() any {
 // workload, scheduler and config give the same run.
 type Sim struct {
 	cfg   SimConfig
+	teg   TEGConfig
 	c     *Cluster
 	w     *Workload
 	sched Scheduler
@@ -181,29 +154,47 @@ type Sim struct {
 
 	rngSched *rand.Rand
 	rngFail  *rand.Rand
+	rngTEG   *rand.Rand
 
-	now    float64
-	ticks  int
-	next   int // next job to arrive
-	jobs   []jobRec
-	queue  []int
-	cursor int // rotating scan position in the queue beyond its head
+	now   float64
+	ticks int
+	next  int // next job to arrive
+	jobs  []jobRec
+
+	tq tenantQueues
 	// epoch counts capacity-freeing events (completions, evictions,
 	// repairs). Between two of them free capacity only shrinks, so a job the
 	// scheduler could not place cannot become placeable: like
 	// kube-scheduler's unschedulable queue, it waits for the next event.
-	epoch    uint64
-	failed   []Request // shapes that got Wait in this pass
-	running  endHeap
+	epoch  uint64
+	failed []Request // shapes that got Wait in this pass
+
+	ends     minHeap[timed] // planned completions
+	sats     minHeap[timed] // memory plateaus reached
+	alarms   minHeap[timed] // memory barrier or OOM crossings per machine
+	events   minHeap[event]
 	nrunning int
-	onMach   [][]int // running job IDs per machine
-	events   eventHeap
+	onMach   [][]int32 // running job IDs per machine
+	migr     []int32   // migratable running jobs (Langevin agents)
+
 	obs      Observation
+	view     TEGView
 	capacity struct{ cpu, mem int64 } // largest machine, for early rejection
-	power    float64                  // current draw, W
+	power    float64                  // current draw of machines that are up, W
+	peak     float64                  // all machines at peak, W
 	nodeFrag []float64
 	fragVer  []uint32
 	frag     float64
+
+	ld     loads
+	fields fieldRing
+	ctl    controller
+	tok    tokens
+
+	// Per-tick reward inputs.
+	tickJudged, tickMet int
+	queuedArrivalSum    float64
+	lastReward          RewardTerms
 
 	acc metricsAcc
 }
@@ -212,6 +203,13 @@ type Sim struct {
 func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
+	}
+	teg := GovernorTEG(sched.Name())
+	if cfg.TEG != nil {
+		teg = *cfg.TEG
+	}
+	if err := teg.validate(cfg.Tick); err != nil {
+		return nil, fmt.Errorf("sim TEG config: %w", err)
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("sim cluster: %w", err)
@@ -224,34 +222,56 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 			return nil, fmt.Errorf("sim workload: job %d arrives before job %d", i, i-1)
 		}
 	}
+	n := len(c.Machines)
 	s := &Sim{
 		cfg:      cfg,
+		teg:      teg,
 		c:        c,
 		w:        w,
 		sched:    sched,
 		state:    NewState(c, cfg.Seed),
 		rngSched: rand.New(rand.NewPCG(cfg.Seed, 0x7465672d73636864)), // "teg-schd"
 		rngFail:  rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6661696c)), // "teg-fail"
+		rngTEG:   rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6c616e67)), // "teg-lang"
 		jobs:     make([]jobRec, len(w.Jobs)),
-		onMach:   make([][]int, len(c.Machines)),
-		nodeFrag: make([]float64, len(c.Machines)),
-		fragVer:  make([]uint32, len(c.Machines)),
+		onMach:   make([][]int32, n),
+		nodeFrag: make([]float64, n),
+		fragVer:  make([]uint32, n),
+		ld:       newLoads(c),
+	}
+	s.ends.less, s.sats.less, s.alarms.less = timedLess, timedLess, timedLess
+	s.events.less = func(a, b event) bool {
+		if a.t != b.t {
+			return a.t < b.t
+		}
+		return a.machine < b.machine
+	}
+	for i := range s.jobs {
+		s.jobs[i].migrIdx = -1
+		s.jobs[i].firstRun = -1
 	}
 	s.state.Target = NewTargetWorkload(w.Jobs, s.state)
 	for i := range c.Machines {
-		s.capacity.cpu = max(s.capacity.cpu, c.Machines[i].CPU)
-		s.capacity.mem = max(s.capacity.mem, c.Machines[i].Mem)
-		s.power += c.Machines[i].IdleW
+		m := &c.Machines[i]
+		s.capacity.cpu = max(s.capacity.cpu, m.CPU)
+		s.capacity.mem = max(s.capacity.mem, m.Mem)
+		s.peak += m.PeakW
 		s.nodeFrag[i] = s.state.MachineFrag(i)
 		s.frag += s.nodeFrag[i]
 	}
 	if cfg.MTBF > 0 {
 		for i := range c.Machines {
-			s.events = append(s.events, event{t: s.rngFail.ExpFloat64() * cfg.MTBF, machine: i})
+			s.events.Push(event{t: s.rngFail.ExpFloat64() * cfg.MTBF, machine: i})
 		}
-		heap.Init(&s.events)
 	}
-	s.acc.init()
+	for i := range c.Machines {
+		s.repower(i)
+	}
+	s.ctl.init(&s.teg)
+	s.tok.init(c, &s.teg)
+	s.view = TEGView{sim: s, Config: &s.teg}
+	s.obs.TEG = &s.view
+	s.refreshField()
 	return s, nil
 }
 
@@ -261,6 +281,9 @@ func (s *Sim) State() *State { return s.state }
 // Now returns the simulated time in seconds.
 func (s *Sim) Now() float64 { return s.now }
 
+// Config returns the run's TEG configuration.
+func (s *Sim) Config() TEGConfig { return s.teg }
+
 // Done reports whether the run has ended.
 func (s *Sim) Done() bool {
 	if s.ticks >= s.cfg.MaxTicks {
@@ -269,61 +292,119 @@ func (s *Sim) Done() bool {
 	if s.cfg.Duration > 0 {
 		return s.now >= s.cfg.Duration
 	}
-	return s.next == len(s.w.Jobs) && len(s.queue) == 0 && s.nrunning == 0
+	return s.next == len(s.w.Jobs) && s.tq.n == 0 && s.nrunning == 0
 }
 
-// Step advances the simulation by one tick: failures and repairs,
-// arrivals, completions, then scheduling of the queue. When the queue is
-// empty, ticks in which nothing can happen are skipped at once (their
-// metrics are integrated exactly, since the state is constant).
+// static reports whether ticks without events change nothing but time:
+// then the loop may jump over them.
+func (s *Sim) static() bool {
+	return s.tq.n == 0 && !s.teg.Moves && !s.teg.Controller
+}
+
+// Step advances the simulation by one tick: failures and repairs, memory
+// plateaus and barrier alarms, arrivals, completions, the damping
+// controller and tokens, scheduling of the queue, Langevin moves, then the
+// field and measurements. When nothing but time can change (empty queue, no
+// moves, no controller), the ticks before the next event are skipped at
+// once and their integrals accounted exactly.
 func (s *Sim) Step() {
 	dt := s.cfg.Tick
-	if len(s.queue) == 0 {
-		// Jump to the tick before the next event.
-		next := math.Inf(1)
-		if s.next < len(s.w.Jobs) {
-			next = s.w.Jobs[s.next].Arrival
-		}
-		s.dropStale()
-		if len(s.running) > 0 {
-			next = min(next, s.running[0].end)
-		}
-		if len(s.events) > 0 {
-			next = min(next, s.events[0].t)
-		}
-		if s.cfg.Duration > 0 {
-			next = min(next, s.cfg.Duration)
-		}
-		if skip := math.Floor((next-s.now)/dt) - 1; skip > 0 && !math.IsInf(skip, 0) {
-			skip = min(skip, float64(s.cfg.MaxTicks-s.ticks-1))
-			if skip > 0 {
-				s.integrate(skip * dt)
-				s.now += skip * dt
-				s.ticks += int(skip)
-			}
-		}
+	if s.static() {
+		s.skipIdle()
 	}
-	s.integrate(dt)
+	s.integrate(dt, 1)
 	s.now += dt
 	s.ticks++
 	t := s.now
+	s.tickJudged, s.tickMet = 0, 0
 
-	for len(s.events) > 0 && s.events[0].t <= t {
-		ev := heap.Pop(&s.events).(event)
-		s.machineEvent(ev)
+	for s.events.Len() > 0 && s.events.Peek().t <= t {
+		s.machineEvent(s.events.Pop())
+	}
+	for s.sats.Len() > 0 && s.sats.Peek().t <= t {
+		e := s.sats.Pop()
+		if r := &s.jobs[e.id]; r.state == running && r.seq == e.ver && !r.saturated {
+			s.saturate(int(e.id))
+			s.armAlarm(r.alloc.Machine)
+			s.epoch++ // the barrier's headroom grew: parked jobs may fit
+		}
+	}
+	for s.alarms.Len() > 0 && s.alarms.Peek().t <= t {
+		e := s.alarms.Pop()
+		if s.ld.alarmVer[e.id] == e.ver {
+			s.memAlarm(int(e.id))
+		}
 	}
 	for s.next < len(s.w.Jobs) && s.w.Jobs[s.next].Arrival <= t {
 		s.arrive(s.next)
 		s.next++
 	}
-	for s.dropStale(); len(s.running) > 0 && s.running[0].end <= t; s.dropStale() {
-		e := heap.Pop(&s.running).(endEntry)
-		s.complete(int(e.id))
+	for s.ends.Len() > 0 && s.ends.Peek().t <= t {
+		e := s.ends.Pop()
+		if r := &s.jobs[e.id]; r.state == running && r.seq == e.ver {
+			s.complete(int(e.id))
+		}
+	}
+	s.tok.decay(dt)
+	if s.teg.Controller {
+		s.ctl.update(s.phi())
+	} else {
+		s.ctl.observe(s.phi())
 	}
 	s.schedule()
+	if s.teg.Moves {
+		s.moves()
+	}
+	s.refreshField()
 	if s.cfg.FragEvery > 0 && s.ticks%s.cfg.FragEvery == 0 {
 		s.sampleFrag()
 	}
+	if s.ticks%s.teg.NashEvery == 0 {
+		s.sampleNash()
+	}
+	s.reward(1)
+}
+
+// skipIdle jumps to the tick before the next event while the state is
+// static, integrating metrics, tokens and reward over the skipped ticks.
+func (s *Sim) skipIdle() {
+	dt := s.cfg.Tick
+	next := math.Inf(1)
+	if s.next < len(s.w.Jobs) {
+		next = s.w.Jobs[s.next].Arrival
+	}
+	for _, h := range []*minHeap[timed]{&s.ends, &s.sats, &s.alarms} {
+		if h.Len() > 0 {
+			next = min(next, h.Peek().t)
+		}
+	}
+	if s.events.Len() > 0 {
+		next = min(next, s.events.Peek().t)
+	}
+	if s.cfg.Duration > 0 {
+		next = min(next, s.cfg.Duration)
+	}
+	skip := math.Floor((next-s.now)/dt) - 1
+	if !(skip > 0) || math.IsInf(skip, 0) {
+		return
+	}
+	skip = min(skip, float64(s.cfg.MaxTicks-s.ticks-1))
+	// Stay on the grids of periodic work so that skipping never changes
+	// which ticks do it.
+	for _, every := range []int{s.teg.FieldEvery, s.cfg.FragEvery, s.teg.NashEvery} {
+		if every > 0 {
+			skip = min(skip, float64(every-1-s.ticks%every))
+		}
+	}
+	if skip <= 0 {
+		return
+	}
+	k := int(skip)
+	s.integrate(dt, k)
+	s.tok.decay(skip * dt)
+	s.reward(k)
+	s.now += skip * dt
+	s.ticks += k
 }
 
 // Run steps until Done and returns the run's metrics.
@@ -337,8 +418,8 @@ func (s *Sim) Run() Metrics {
 func (s *Sim) arrive(id int) {
 	j := &s.w.Jobs[id]
 	r := &s.jobs[id]
-	r.firstRun = -1
 	s.acc.submitted++
+	r.tenant = int32(s.tok.index(j.Tenant))
 	if j.CPU > s.capacity.cpu || j.Mem > s.capacity.mem || !s.feasibleAnywhere(j) {
 		// No machine of the cluster can ever host it.
 		r.state = failed
@@ -347,13 +428,39 @@ func (s *Sim) arrive(id int) {
 		s.judge(id, true)
 		return
 	}
-	r.state = queued
-	r.queuedAt = j.Arrival
-	s.queue = append(s.queue, id)
+	if j.Service >= 0 {
+		s.tok.replicas[j.Service]++
+	}
+	r.work = j.Duration
+	s.enqueue(id, j.Arrival)
 }
 
-// feasibleAnywhere checks a job against the empty capacity of every machine
-// shape. Cheap enough: run once per arrival on the distinct shapes.
+// enqueue puts a job at the back of its tenant's queue.
+func (s *Sim) enqueue(id int, at float64) {
+	r := &s.jobs[id]
+	r.state = queued
+	r.queuedAt = at
+	r.waitEpoch = 0
+	s.tq.push(int(r.tenant), int32(id))
+	j := &s.w.Jobs[id]
+	s.ctl.queuedCPU += float64(j.CPU)
+	s.ctl.queuedGPU += float64(j.GPUDemand())
+	s.queuedArrivalSum += j.Arrival
+}
+
+// dequeued updates the queue aggregates of a job leaving the queue.
+func (s *Sim) dequeued(id int) {
+	j := &s.w.Jobs[id]
+	s.ctl.queuedCPU -= float64(j.CPU)
+	s.ctl.queuedGPU -= float64(j.GPUDemand())
+	s.queuedArrivalSum -= j.Arrival
+	if s.tq.n == 0 {
+		s.ctl.queuedCPU, s.ctl.queuedGPU, s.queuedArrivalSum = 0, 0, 0
+	}
+}
+
+// feasibleAnywhere checks a job against the empty capacity of every
+// machine.
 func (s *Sim) feasibleAnywhere(j *Job) bool {
 	req := s.state.Request(j)
 	for i := range s.c.Machines {
@@ -373,45 +480,71 @@ func (s *Sim) machineEvent(ev event) {
 	i := ev.machine
 	if ev.up {
 		s.state.setUp(i, true)
+		s.repower(i)
 		s.epoch++
-		s.power += s.c.Machines[i].IdleW
 		s.refreshFrag(i)
 		s.events.Push(event{t: ev.t + s.rngFail.ExpFloat64()*s.cfg.MTBF, machine: i})
-		heap.Fix(&s.events, len(s.events)-1)
 		return
 	}
 	s.acc.machineFailures++
-	// Evict the machine's jobs back to the queue (in ID order).
+	// Evict the machine's jobs back to the queue (in ID order); their work
+	// is lost.
 	victims := slices.Clone(s.onMach[i])
 	slices.Sort(victims)
 	for _, id := range victims {
-		s.stop(id)
-		r := &s.jobs[id]
-		r.restarts++
+		s.kill(int(id), ev.t)
 		s.acc.evictions++
-		if r.restarts > s.cfg.MaxRestarts {
-			r.state = failed
-			s.acc.failed++
-			s.judge(id, true)
-			continue
-		}
-		r.state = queued
-		r.queuedAt = ev.t
-		s.queue = append(s.queue, id)
 	}
-	s.power -= s.machinePower(i)
 	s.state.setUp(i, false)
+	s.repower(i)
 	s.refreshFrag(i)
 	s.events.Push(event{t: ev.t + s.rngFail.ExpFloat64()*s.cfg.MTTR, machine: i, up: true})
-	heap.Fix(&s.events, len(s.events)-1)
 }
 
-// machinePower is machine i's draw now: idle plus the utilisation-linear
-// part, where host and GPU power scale with their allocated fractions.
-func (s *Sim) machinePower(i int) float64 {
-	if !s.state.Up[i] {
-		return 0
+// kill stops a running job and loses its progress: back to the queue, or
+// failed after too many restarts.
+func (s *Sim) kill(id int, at float64) {
+	s.stop(id)
+	r := &s.jobs[id]
+	r.restarts++
+	if r.restarts > s.cfg.MaxRestarts {
+		r.state = failed
+		s.acc.failed++
+		if svc := s.w.Jobs[id].Service; svc >= 0 {
+			s.tok.replicas[svc]--
+		}
+		s.judge(id, true)
+		return
 	}
+	r.work = s.w.Jobs[id].Duration
+	s.enqueue(id, at)
+}
+
+// cpuUseMax bounds a job's CPU use as a fraction of its request (the
+// usage model's burst ceiling); the power barrier relies on it.
+const cpuUseMax = 1.25
+
+// repower recomputes machine i's power draw (idle plus the
+// utilisation-linear part: host power follows CPU in use, GPU power follows
+// GPU allocated) and applies the change to the cluster and rack totals. The
+// rack totals count a machine that is down at idle: it may come back at any
+// time, and the power barrier must hold then too.
+func (s *Sim) repower(i int) {
+	m := &s.c.Machines[i]
+	actual, barrier := 0.0, m.IdleW
+	if s.state.Up[i] {
+		cpu := min(s.ld.cpuUse[i], float64(m.CPU))
+		actual = m.IdleW + s.dynPower(i, cpu, float64(int64(m.GPUs*MilliGPU)-int64(s.state.IdleGPU[i])))
+		barrier = actual
+	}
+	s.power += actual - s.ld.power[i]
+	s.ld.rackPower[m.Rack] += barrier - s.ld.barrierPower[i]
+	s.ld.power[i], s.ld.barrierPower[i] = actual, barrier
+}
+
+// dynPower is the utilisation-linear power of cpu millicores in use and gpu
+// milli allocated on machine i.
+func (s *Sim) dynPower(i int, cpu, gpu float64) float64 {
 	m := &s.c.Machines[i]
 	hostIdle, hostPeak := machinePower(m.CPU, 0, "")
 	hostDyn := hostPeak - hostIdle
@@ -419,37 +552,98 @@ func (s *Sim) machinePower(i int) float64 {
 	if gpuDyn < 0 { // custom machines with their own envelope
 		hostDyn, gpuDyn = m.PeakW-m.IdleW, 0
 	}
-	p := m.IdleW + hostDyn*float64(m.CPU-s.state.FreeCPU[i])/float64(m.CPU)
+	p := hostDyn * cpu / float64(m.CPU)
 	if m.GPUs > 0 {
-		p += gpuDyn * float64(m.GPUs*MilliGPU-int(s.state.IdleGPU[i])) / float64(m.GPUs*MilliGPU)
+		p += gpuDyn * gpu / float64(m.GPUs*MilliGPU)
 	}
 	return p
 }
 
-// stop releases a running job's resources (completion or eviction).
-func (s *Sim) stop(id int) {
+// place allocates machine i (GPU gpu for share jobs) to job id and runs it
+// there. With fresh, the job starts a new run (its usage drawn anew);
+// otherwise it continues the usage the caller left in its record (a move).
+// The caller checked Fits and the safety layer.
+func (s *Sim) place(id, i, gpu int, fresh bool) error {
+	j := &s.w.Jobs[id]
+	req := s.state.Request(j)
+	if !req.Share() {
+		gpu = -1
+	}
+	al, err := s.state.allocate(i, &req, gpu)
+	if err != nil {
+		return err
+	}
 	r := &s.jobs[id]
-	i := r.alloc.Machine
-	before := s.machinePower(i)
-	s.state.release(r.alloc)
-	s.epoch++
-	s.power += s.machinePower(i) - before
-	list := s.onMach[i]
-	k := slices.Index(list, id)
-	s.onMach[i] = append(list[:k], list[k+1:]...)
-	r.state = queued // caller decides the final state
-	s.nrunning--
+	r.alloc = al
+	r.state = running
+	if fresh {
+		r.starts++
+		r.use = drawUsage(s.cfg.Seed, j, r.starts, s.now, &s.teg)
+		r.saturated = false
+		r.start = s.now
+		r.mark = s.now
+	}
+	s.nrunning++
+	s.onMach[i] = append(s.onMach[i], int32(id))
+	if j.Migratable {
+		r.migrIdx = int32(len(s.migr))
+		s.migr = append(s.migr, int32(id))
+	}
+	rack := s.c.Machines[i].Rack
+	if j.Service >= 0 {
+		s.tok.serviceRack(j.Service, rack, +1)
+	}
+	s.tok.earn(int(r.tenant), j, +1)
+	s.addUsage(id, i, +1)
+	s.repower(i)
+	if b := s.c.Racks[rack].PowerBudgetW; b > 0 && s.ld.rackPower[rack] > b {
+		s.acc.safetyViolations++ // only possible with the safety layer off
+	}
+	if !r.saturated {
+		s.sats.Push(timed{t: r.use.tsat, id: int32(id), ver: r.seq})
+	}
+	s.armAlarm(i)
+	r.rate = 0 // forces rerate to schedule the completion
+	s.rerate(i)
+	return nil
 }
 
-// dropStale pops completion entries of jobs evicted since they started.
-func (s *Sim) dropStale() {
-	for len(s.running) > 0 {
-		e := s.running[0]
-		if r := &s.jobs[e.id]; r.state == running && r.run == e.run {
-			return
-		}
-		heap.Pop(&s.running)
+// unplace releases job id's machine (completion, kill, preemption, move).
+func (s *Sim) unplace(id int) {
+	r := &s.jobs[id]
+	j := &s.w.Jobs[id]
+	i := r.alloc.Machine
+	list := s.onMach[i]
+	k := slices.Index(list, int32(id))
+	s.onMach[i] = append(list[:k], list[k+1:]...)
+	s.addUsage(id, i, -1)
+	s.state.release(r.alloc)
+	s.repower(i)
+	rack := s.c.Machines[i].Rack
+	s.epoch++
+	s.nrunning--
+	r.state = queued // callers set the final state
+	r.seq++          // invalidates its completion and plateau entries
+	if r.migrIdx >= 0 {
+		last := s.migr[len(s.migr)-1]
+		s.migr[r.migrIdx] = last
+		s.jobs[last].migrIdx = r.migrIdx
+		s.migr = s.migr[:len(s.migr)-1]
+		r.migrIdx = -1
 	}
+	if j.Service >= 0 {
+		s.tok.serviceRack(j.Service, rack, -1)
+	}
+	s.tok.earn(int(r.tenant), j, -1)
+	s.armAlarm(i)
+	s.rerate(i)
+}
+
+// stop releases a running job's resources, bringing its work up to date.
+func (s *Sim) stop(id int) {
+	r := &s.jobs[id]
+	s.progress(r)
+	s.unplace(id)
 }
 
 func (s *Sim) complete(id int) {
@@ -458,7 +652,10 @@ func (s *Sim) complete(id int) {
 	j := &s.w.Jobs[id]
 	r.state = completed
 	s.acc.completed++
-	jct := r.end - j.Arrival
+	if j.Service >= 0 {
+		s.tok.replicas[j.Service]--
+	}
+	jct := s.now - j.Arrival
 	s.acc.jct = append(s.acc.jct, jct)
 	s.acc.slowdown += jct / max(j.Duration, 1)
 	if !r.judged {
@@ -474,95 +671,105 @@ func (s *Sim) judge(id int, violated bool) {
 	}
 	r.judged = true
 	s.acc.judged++
+	s.tickJudged++
 	if violated {
 		s.acc.violations++
+	} else {
+		s.tickMet++
 	}
 }
 
-// schedule offers queued jobs to the scheduler: the oldest ScanLimit/2 in
-// queue order, then ScanLimit/2 more from a cursor that rotates through the
-// rest of the queue, so a blocked head cannot starve the jobs behind it while
-// a tick's cost stays bounded whatever the backlog.
+// schedule offers queued jobs to the scheduler, highest priority first (the
+// token priority when tokens are on, else arrival order), at most ScanLimit
+// decisions a tick.
 func (s *Sim) schedule() {
-	n := len(s.queue)
-	if n == 0 {
+	if s.tq.n == 0 {
 		return
 	}
-	head := min(n, (s.cfg.ScanLimit+1)/2)
-	placed := 0
 	s.failed = s.failed[:0]
-	for k := 0; k < head; k++ {
-		placed += s.offer(k, n-placed)
-	}
-	if rest := n - head; rest > 0 {
-		scan := min(rest, s.cfg.ScanLimit-head)
-		if s.cursor >= rest {
-			s.cursor = 0
+	s.tq.begin(s)
+	offers := 0
+	for iter := 0; offers < s.cfg.ScanLimit && iter < 16*s.cfg.ScanLimit; iter++ {
+		t, k, ok := s.tq.nextBest(s)
+		if !ok {
+			break
 		}
-		for k := 0; k < scan; k++ {
-			placed += s.offer(head+(s.cursor+k)%rest, n-placed)
+		id := int(s.tq.q[t][k])
+		r := &s.jobs[id]
+		if r.waitEpoch == s.epoch+1 {
+			continue // nothing freed since it last waited
 		}
-		s.cursor += scan
-	}
-	if placed > 0 {
-		keep := s.queue[:0]
-		for _, id := range s.queue {
-			if id >= 0 {
-				keep = append(keep, id)
-			}
+		if s.ctl.d > 0 && s.tq.priority(s, id) <= s.ctl.d*s.teg.CTax {
+			s.acc.taxed++
+			continue // the admission tax holds it back this tick
 		}
-		s.queue = keep
+		offers++
+		s.offer(id, t, k)
 	}
+	s.tq.compact()
 }
 
-// offer asks the scheduler to place queue entry k; it returns 1 if placed.
-func (s *Sim) offer(k, queueLen int) int {
-	id := s.queue[k]
-	r := &s.jobs[id]
-	if r.waitEpoch == s.epoch+1 {
-		return 0 // nothing freed since it last waited
-	}
+// offer asks the scheduler to place job id, entry k of tenant t's queue;
+// it reports whether the job was placed.
+func (s *Sim) offer(id, t, k int) bool {
 	o := &s.obs
 	j := &s.w.Jobs[id]
 	o.State, o.Time = s.state, s.now
-	o.Job, o.Req, o.Queue = j, s.state.Request(j), queueLen
+	o.Job, o.Req, o.Queue = j, s.state.Request(j), s.tq.n
+	s.view.refresh()
 	// A shape that could not be placed earlier in this pass cannot be now.
 	if slices.Contains(s.failed, o.Req) {
-		r.waitEpoch = s.epoch + 1
-		return 0
+		s.jobs[id].waitEpoch = s.epoch + 1
+		return false
 	}
 	a := s.sched.Decide(o, s.rngSched)
-	if a.Node < 0 {
-		r.waitEpoch = s.epoch + 1
-		if len(s.failed) < 64 {
-			s.failed = append(s.failed, o.Req)
-		}
-		return 0
+	if !math.IsNaN(float64(a.Damping)) {
+		s.ctl.override(float64(a.Damping))
 	}
-	if a.Node >= len(s.c.Machines) || !s.state.Fits(a.Node, &o.Req) {
-		s.acc.invalidDecisions++
-		return 0
-	}
-	gpu := a.GPU
-	if !o.Req.Share() {
-		gpu = -1
-	}
-	before := s.machinePower(a.Node)
-	al, err := s.state.allocate(a.Node, &o.Req, gpu)
-	if err != nil {
-		s.acc.invalidDecisions++
-		return 0
-	}
-	s.power += s.machinePower(a.Node) - before
-	s.start(id, al)
-	s.queue[k] = -1
-	return 1
+	placed := s.act(id, t, k, a)
+	s.applyService(id, a) // may append jobs: no pointers held past here
+	return placed
 }
 
-func (s *Sim) start(id int, al Alloc) {
+// act carries out the placement part of an action.
+func (s *Sim) act(id, t, k int, a Action) bool {
+	req := s.obs.Req
+	if a.Node < 0 {
+		s.jobs[id].waitEpoch = s.epoch + 1
+		if len(s.failed) < 64 {
+			s.failed = append(s.failed, req)
+		}
+		return false
+	}
+	if a.Node >= len(s.c.Machines) || !s.state.Fits(a.Node, &req) {
+		s.acc.invalidDecisions++
+		return false
+	}
+	node, gpu := a.Node, a.GPU
+	if !s.safeStart(id, node) {
+		// Project to the nearest machine that satisfies the barrier, or
+		// refuse: the job waits, like an unschedulable one, for capacity to
+		// be freed.
+		s.acc.safetyActions++
+		if node, gpu = s.project(id, node), -1; node < 0 {
+			s.jobs[id].waitEpoch = s.epoch + 1
+			return false
+		}
+	}
+	if err := s.place(id, node, gpu, true); err != nil {
+		s.acc.invalidDecisions++
+		return false
+	}
+	s.tq.take(t, k)
+	s.dequeued(id)
+	s.begin(id)
+	return true
+}
+
+// begin does the bookkeeping of a job that just started from the queue.
+func (s *Sim) begin(id int) {
 	r := &s.jobs[id]
 	j := &s.w.Jobs[id]
-	wait := s.now - r.queuedAt
 	if r.firstRun < 0 {
 		r.firstRun = s.now
 		s.acc.waits = append(s.acc.waits, s.now-j.Arrival)
@@ -570,18 +777,10 @@ func (s *Sim) start(id int, al Alloc) {
 			s.judge(id, s.now-j.Arrival > j.LatencySLO)
 		}
 	}
-	if wait > s.cfg.StarveAfter && !r.starved {
+	if wait := s.now - r.queuedAt; wait > s.cfg.StarveAfter && !r.starved {
 		r.starved = true
 		s.acc.starved++
 	}
-	r.state = running
-	r.alloc = al
-	r.start = s.now
-	r.end = s.now + j.Duration
-	r.run++
-	s.nrunning++
-	s.onMach[al.Machine] = append(s.onMach[al.Machine], id)
-	heap.Push(&s.running, endEntry{end: r.end, id: int32(id), run: r.run})
 }
 
 // refreshFrag recomputes one machine's fragmentation contribution.
@@ -600,9 +799,8 @@ func (s *Sim) sampleFrag() {
 			s.refreshFrag(i)
 		}
 	}
-	var idle int64
 	if s.state.CapGPU > 0 {
-		idle = s.state.CapGPU - s.state.UsedGPU
+		idle := s.state.CapGPU - s.state.UsedGPU
 		s.acc.fragRate += s.frag / float64(s.state.CapGPU)
 		if idle > 0 {
 			s.acc.fragRatio += s.frag / float64(idle)
@@ -611,20 +809,23 @@ func (s *Sim) sampleFrag() {
 	s.acc.fragSamples++
 }
 
-// integrate accumulates the time integrals of utilisation, power and queue
-// length over dt seconds of constant state.
-func (s *Sim) integrate(dt float64) {
+// integrate accumulates the time integrals of utilisation, power, queue
+// length, damping and token supply over k ticks of constant state.
+func (s *Sim) integrate(dt float64, k int) {
 	st := s.state
+	span := dt * float64(k)
 	if st.CapCPU > 0 {
-		s.acc.cpu += dt * float64(st.UsedCPU) / float64(st.CapCPU)
+		s.acc.cpu += span * float64(st.UsedCPU) / float64(st.CapCPU)
 	}
 	if st.CapMem > 0 {
-		s.acc.mem += dt * float64(st.UsedMem) / float64(st.CapMem)
+		s.acc.mem += span * float64(st.UsedMem) / float64(st.CapMem)
 	}
 	if st.CapGPU > 0 {
-		s.acc.gpu += dt * float64(st.UsedGPU) / float64(st.CapGPU)
+		s.acc.gpu += span * float64(st.UsedGPU) / float64(st.CapGPU)
 	}
-	s.acc.energyJ += dt * s.power
-	s.acc.queue += dt * float64(len(s.queue))
-	s.acc.time += dt
+	s.acc.energyJ += span * s.power
+	s.acc.queue += span * float64(s.tq.n)
+	s.acc.damping += span * s.ctl.d
+	s.acc.tokens += span * s.tok.supply()
+	s.acc.time += span
 }

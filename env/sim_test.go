@@ -125,8 +125,10 @@ func TestSimHandBuilt(t *testing.T) {
 		SLAViolationRate: 2.0 / 3, // j1 late, j2 rejected; j0 on time
 	}
 	got := m
-	// Utilisation, queue, energy: check separately.
+	// Utilisation, queue, energy, tokens, reward: check separately.
 	got.UtilCPU, got.UtilMem, got.MeanQueueLen, got.EnergyKWh = 0, 0, 0, 0
+	got.TokenSupply, got.TokenSupplyBound = 0, 0
+	got.RewardMean, got.RewardSuccess, got.RewardEnergy, got.RewardLatency = 0, 0, 0, 0
 	if got != want {
 		t.Errorf("metrics\n got %+v\nwant %+v", got, want)
 	}

@@ -249,6 +249,7 @@ func NewSyntheticWorkload(c *Cluster, cfg WorkloadConfig, seed uint64) (*Workloa
 		j, reps := drawJob(rng, Kind(pickWeighted(rng, mix[:])), hasGPU, maxGPUs)
 		j.Arrival = t
 		j.Tenant = rng.IntN(8)
+		j.NetGbps = defaultNetGbps(&j)
 		cfg.SLA.apply(&j)
 		if j.Kind == Service {
 			j.Service = service

@@ -207,6 +207,7 @@ func ReadAlibabaGPUPods(file string, r io.Reader, opt GPUTraceOptions) (*Workloa
 		}
 		j.Tenant = int(j.QoS)
 		j.Migratable = j.Kind != Training
+		j.NetGbps = defaultNetGbps(&j)
 		opt.SLA.apply(&j)
 		w.Jobs = append(w.Jobs, j)
 	}
@@ -456,6 +457,7 @@ func ReadAlibaba2018Batch(file string, r io.Reader, opt Alibaba2018Options) (*Wo
 				Tenant:     int(jobID % 16),
 				Migratable: true,
 			}
+			j.NetGbps = defaultNetGbps(&j)
 			opt.SLA.apply(&j)
 			w.Jobs = append(w.Jobs, j)
 		}

@@ -1,0 +1,189 @@
+package env
+
+import (
+	"math"
+	"math/rand/v2"
+)
+
+// TEGView is what a scheduler sees of the governor: the configuration, the
+// (stale) potential field, the damping and the temperature, and the energy
+// and safety of a placement. It is valid during Decide only.
+type TEGView struct {
+	Config *TEGConfig
+	// Field is the agents' copy of the potential (Staleness ticks old).
+	Field *Field
+	// Damping is the global damping D; Phi the order parameter.
+	Damping, Phi float64
+	sim          *Sim
+}
+
+func (v *TEGView) refresh() {
+	s := v.sim
+	v.Field = s.visibleField()
+	v.Damping = s.ctl.d
+	v.Phi = s.ctl.last
+}
+
+// Temperature is T_eff = γ0/(1+D).
+func (v *TEGView) Temperature() float64 {
+	return v.Config.Gamma0 / (1 + v.sim.ctl.d)
+}
+
+// Energy is E_j(i) = V_i - a_j·A_j(i) + g_j·X_j(i) on the agents' field
+// (teg-model.md §2).
+func (v *TEGView) Energy(j *Job, r *Request, i int) float64 {
+	return v.energy(v.sim.visibleField(), j, r, i)
+}
+
+func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
+	s := v.sim
+	rec := &s.jobs[j.ID]
+	m := &s.c.Machines[i]
+	var e float64
+	if rec.state == running && rec.alloc.Machine == i {
+		e = float64(f.V[i]) // its own load is already in the field
+	} else {
+		// The potential i would have with the job's load added.
+		cpu, mem := 0.75*float64(j.CPU), memStartMax*float64(j.Mem)
+		if rec.state == running {
+			cpu, mem = rec.use.cpu*float64(j.CPU), rec.use.frac(s.now)*float64(j.Mem)
+		}
+		dg := 0.0
+		if m.GPUs > 0 {
+			dg = float64(r.GPUDemand()) / float64(m.GPUs*MilliGPU)
+		}
+		dk, dp := 0.0, 0.0
+		if rec.state != running || s.c.Machines[rec.alloc.Machine].Rack != m.Rack {
+			rk := &s.c.Racks[m.Rack]
+			if rk.UplinkGbps > 0 {
+				dk = j.NetGbps / rk.UplinkGbps
+			}
+			if rk.PowerBudgetW > 0 {
+				dp = s.dynPower(i, cpu, float64(r.GPUDemand())) / rk.PowerBudgetW
+			}
+		}
+		e = potentialWith(&v.Config.Weights, f, i, m.Rack, cpu/float64(m.CPU), mem/float64(m.Mem), dg, dk, dp)
+	}
+	if j.Service >= 0 {
+		if a := s.tok.affinity[j.Service]; a > 0 {
+			e -= float64(a) * s.tok.rackShare(j.Service, m.Rack)
+		}
+	}
+	if r.GPUs > 1 && v.Config.GangPenalty > 0 {
+		if rec.state == running && rec.alloc.Machine == i {
+			if spansGroups(m, rec.alloc.GPUMask) {
+				e += v.Config.GangPenalty
+			}
+		} else if gangSplits(s.state, i, r) {
+			e += v.Config.GangPenalty
+		}
+	}
+	return e
+}
+
+// gangSplits reports whether the lowest-indexed fully free GPUs the
+// allocator would give r on machine i span NVLink groups (X_j = 1).
+func gangSplits(st *State, i int, r *Request) bool {
+	m := &st.C.Machines[i]
+	need := r.GPUs
+	var mask uint32
+	for j, g := range st.GPUs(i) {
+		if need == 0 {
+			break
+		}
+		if g == MilliGPU {
+			mask |= 1 << uint(j)
+			need--
+		}
+	}
+	return spansGroups(m, mask)
+}
+
+// Safe reports whether placing the pending job on machine i passes the
+// safety layer's barrier (always true with the layer off).
+func (v *TEGView) Safe(j *Job, i int) bool { return v.sim.safeStart(j.ID, i) }
+
+// Langevin is the pure Langevin governor: the TEG with no learning. A new
+// job goes to one of d candidate machines (half from the field's coldest
+// list, half uniform) drawn with probability ∝ exp(-E/T_eff) among those
+// that fit and pass the barrier; running jobs drift and diffuse on the
+// field (the simulator's moves, on under GovernorTEG("langevin")), and the
+// Landau controller sets the damping. A decision costs O(d), whatever the
+// cluster size.
+type Langevin struct {
+	cand []int
+	e    []float64
+}
+
+// Name implements Scheduler.
+func (*Langevin) Name() string { return "langevin" }
+
+// Decide implements Scheduler.
+func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
+	v := obs.TEG
+	if v == nil || v.Field == nil {
+		return Wait // outside a TEG simulation there is no field
+	}
+	s, r := obs.State, &obs.Req
+	f := v.Field
+	d := v.Config.PlaceCandidates
+	n := len(s.FreeCPU)
+	p.cand, p.e = p.cand[:0], p.e[:0]
+	// Twice d draws at most: a crowded cluster gets a second chance before
+	// the job waits for freed capacity.
+	for k := 0; k < 2*d && len(p.cand) < d; k++ {
+		var c int
+		if k%2 == 0 && len(f.Cold) > 0 {
+			c = int(f.Cold[rng.IntN(len(f.Cold))])
+		} else {
+			c = rng.IntN(n)
+		}
+		if !s.Fits(c, r) || !v.Safe(obs.Job, c) || containsInt(p.cand, c) {
+			continue
+		}
+		p.cand = append(p.cand, c)
+		p.e = append(p.e, v.Energy(obs.Job, r, c))
+	}
+	a := Wait
+	a.Affinity = v.Config.Affinity
+	if len(p.cand) == 0 {
+		return a
+	}
+	a.Node = p.cand[boltzmann(p.e, v.Temperature(), rng)]
+	return a
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// boltzmann samples index i with probability ∝ exp(-e_i/T); at T = 0 it
+// returns the lowest energy (first on ties).
+func boltzmann(e []float64, t float64, rng *rand.Rand) int {
+	best := 0
+	for i := range e {
+		if e[i] < e[best] {
+			best = i
+		}
+	}
+	if t <= 0 {
+		return best
+	}
+	total := 0.0
+	for i := range e {
+		total += math.Exp(-(e[i] - e[best]) / t)
+	}
+	u := rng.Float64() * total
+	for i := range e {
+		u -= math.Exp(-(e[i] - e[best]) / t)
+		if u < 0 {
+			return i
+		}
+	}
+	return len(e) - 1
+}
