@@ -171,7 +171,7 @@ func (s *Sim) preempt(id int) {
 }
 
 // memPredict is the memory the barrier assumes a job will use within the
-// horizon after starting (or landing) on a machine.
+// horizon after starting (or landing, when moving) on a machine.
 func (s *Sim) memPredict(id int, moving bool) float64 {
 	j := &s.w.Jobs[id]
 	f := memStartMax
@@ -181,27 +181,44 @@ func (s *Sim) memPredict(id int, moving bool) float64 {
 	return float64(j.Mem) * (f + s.teg.Horizon*s.teg.GrowthMax)
 }
 
-// safeOn checks the discrete-time barrier conditions h(t+1) >= (1-α)·h(t)
-// for adding job id to machine i: machine memory and rack power.
-func (s *Sim) safeOn(id, i int, moving bool) bool {
+// barrierOK checks the discrete-time barrier conditions h(t+1) >=
+// (1-α)·h(t), i.e. Δh <= α·h, for adding predicted memory mem and CPU cpu
+// (millicores in use) and GPU gpu (milli) to machine i: machine memory and
+// rack power.
+func (s *Sim) barrierOK(i int, mem, cpu, gpu float64) bool {
 	if !s.teg.Safety {
 		return true
 	}
 	a := s.teg.Alpha
-	h := s.memHeadroom(i)
-	if s.memPredict(id, moving) > a*h {
+	if mem > a*s.memHeadroom(i) {
 		return false
 	}
 	m := &s.c.Machines[i]
-	rk := &s.c.Racks[m.Rack]
-	if rk.PowerBudgetW > 0 {
-		j := &s.w.Jobs[id]
-		dp := s.dynPower(i, cpuUseMax*float64(j.CPU), float64(j.GPUDemand()))
-		if dp > a*(rk.PowerBudgetW-s.ld.rackPower[m.Rack]) {
+	if b := s.c.Racks[m.Rack].PowerBudgetW; b > 0 {
+		if s.dynPower(i, cpu, gpu) > a*(b-s.ld.rackPower[m.Rack]) {
 			return false
 		}
 	}
 	return true
+}
+
+// safeNew is the barrier for a queued request: its use is not known yet,
+// so the bounds of the usage model stand in (memory at most memStartMax of
+// the request plus the horizon's growth, CPU at most cpuUseMax).
+func (s *Sim) safeNew(i int, r *Request) bool {
+	return s.barrierOK(i, float64(r.Mem)*(memStartMax+s.teg.Horizon*s.teg.GrowthMax),
+		cpuUseMax*float64(r.CPU), float64(r.GPUDemand()))
+}
+
+// safeOn checks the barrier for adding job id to machine i.
+func (s *Sim) safeOn(id, i int, moving bool) bool {
+	if !moving {
+		r := s.state.Request(&s.w.Jobs[id])
+		return s.safeNew(i, &r)
+	}
+	j := &s.w.Jobs[id]
+	rec := &s.jobs[id]
+	return s.barrierOK(i, s.memPredict(id, true), rec.use.cpu*float64(j.CPU), float64(j.GPUDemand()))
 }
 
 // safeStart checks a placement of a queued job.

@@ -87,7 +87,7 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 	entries := p.cache[si]
 	best, bestScore, bestPrio, bestGPU := -1, int32(math.MinInt32), int32(math.MaxInt32), -1
 	for i := range s.FreeCPU {
-		if !s.Fits(i, r) {
+		if !s.Admit(i, r) {
 			continue
 		}
 		e := &entries[i]

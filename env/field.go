@@ -8,7 +8,10 @@ import "math"
 type Field struct {
 	V    []float32 // potential per machine; +Inf for machines that are down
 	Cold []int32   // the coldest machines that are up, coldest first
-	Tick int       // tick it was computed at
+	// ColdGPU is the same list among machines with GPUs, so that GPU jobs
+	// get cold candidates they can use.
+	ColdGPU []int32
+	Tick    int // tick it was computed at
 	// The pressures' arguments, so that an agent can evaluate the potential
 	// a machine would have with its own load added (the drift of a job is
 	// the change of V its move causes, not the raw difference of V).
@@ -31,7 +34,7 @@ type fieldRing struct {
 
 // newField allocates a snapshot for n machines and r racks.
 func newField(n, r, cold int) *Field {
-	return &Field{V: make([]float32, n), Cold: make([]int32, 0, cold), Rho: make([]float32, 3*n),
+	return &Field{V: make([]float32, n), Cold: make([]int32, 0, cold), ColdGPU: make([]int32, 0, cold), Rho: make([]float32, 3*n),
 		Kappa: make([]float32, r), Pi: make([]float32, r)}
 }
 
@@ -83,12 +86,14 @@ func (s *Sim) computeField(f *Field) {
 		f.V[i] = float32(w.CPU*pressure(rc) + w.Mem*pressure(rm) + w.GPU*pressure(rg) + s.ld.rackV[m.Rack])
 	}
 	f.Tick = s.ticks
-	s.selectCold(f)
+	f.Cold = s.selectCold(f, f.Cold, false)
+	f.ColdGPU = s.selectCold(f, f.ColdGPU, true)
 }
 
-// selectCold keeps the ColdList machines of lowest V (ties by index) with a
-// bounded max-heap: O(n log k), no allocation.
-func (s *Sim) selectCold(f *Field) {
+// selectCold returns in out the ColdList machines of lowest V (ties by
+// index), only machines with GPUs when gpu is set, with a bounded max-heap:
+// O(n log k), no allocation.
+func (s *Sim) selectCold(f *Field, out []int32, gpu bool) []int32 {
 	k := s.teg.ColdList
 	h := s.fields.coldTmp[:0]
 	worse := func(a, b int32) bool { // a is hotter than b
@@ -115,7 +120,7 @@ func (s *Sim) selectCold(f *Field) {
 		}
 	}
 	for i := range f.V {
-		if f.V[i] == unreachable {
+		if f.V[i] == unreachable || (gpu && s.c.Machines[i].GPUs == 0) {
 			continue
 		}
 		if len(h) < k {
@@ -136,14 +141,15 @@ func (s *Sim) selectCold(f *Field) {
 		}
 	}
 	// Heap-sort into coldest-first order.
-	f.Cold = f.Cold[:len(h)]
+	out = out[:len(h)]
 	for n := len(h); n > 0; n-- {
-		f.Cold[n-1] = h[0]
+		out[n-1] = h[0]
 		h[0] = h[n-1]
 		h = h[:n-1]
 		down(0)
 	}
 	s.fields.coldTmp = h[:0]
+	return out
 }
 
 // refreshField computes a new snapshot when due and publishes snapshots

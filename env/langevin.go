@@ -99,10 +99,6 @@ func gangSplits(st *State, i int, r *Request) bool {
 	return spansGroups(m, mask)
 }
 
-// Safe reports whether placing the pending job on machine i passes the
-// safety layer's barrier (always true with the layer off).
-func (v *TEGView) Safe(j *Job, i int) bool { return v.sim.safeStart(j.ID, i) }
-
 // Langevin is the pure Langevin governor: the TEG with no learning. A new
 // job goes to one of d candidate machines (half from the field's coldest
 // list, half uniform) drawn with probability ∝ exp(-E/T_eff) among those
@@ -127,18 +123,25 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
 	f := v.Field
 	d := v.Config.PlaceCandidates
-	n := len(s.FreeCPU)
+	cold := f.Cold
+	if r.GPUs > 0 {
+		cold = f.ColdGPU
+	}
+	pool := v.sim.eligible(r)
 	p.cand, p.e = p.cand[:0], p.e[:0]
-	// Twice d draws at most: a crowded cluster gets a second chance before
-	// the job waits for freed capacity.
+	// Half the candidates from the cold list, half uniform among the
+	// machines whose capacity can hold the job; twice d draws at most, so a
+	// crowded cluster gets a second chance before the job waits.
 	for k := 0; k < 2*d && len(p.cand) < d; k++ {
 		var c int
-		if k%2 == 0 && len(f.Cold) > 0 {
-			c = int(f.Cold[rng.IntN(len(f.Cold))])
+		if k%2 == 0 && len(cold) > 0 {
+			c = int(cold[rng.IntN(len(cold))])
+		} else if len(pool) > 0 {
+			c = int(pool[rng.IntN(len(pool))])
 		} else {
-			c = rng.IntN(n)
+			break
 		}
-		if !s.Fits(c, r) || !v.Safe(obs.Job, c) || containsInt(p.cand, c) {
+		if !s.Admit(c, r) || containsInt(p.cand, c) {
 			continue
 		}
 		p.cand = append(p.cand, c)
@@ -151,6 +154,34 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 	}
 	a.Node = p.cand[boltzmann(p.e, v.Temperature(), rng)]
 	return a
+}
+
+// eligibleKey is what decides which machines could ever hold a request.
+type eligibleKey struct {
+	gpus   int
+	models uint64
+}
+
+// eligible returns the machines whose GPU count and model could hold r
+// (all machines for CPU jobs), built once per shape: the uniform half of a
+// placement's candidates comes from it, so GPU jobs do not waste their
+// draws on CPU-only machines.
+func (s *Sim) eligible(r *Request) []int32 {
+	if r.GPUs == 0 {
+		return s.allMachines
+	}
+	k := eligibleKey{r.GPUs, r.Models}
+	if l, ok := s.eligibleCache[k]; ok {
+		return l
+	}
+	var l []int32
+	for i := range s.c.Machines {
+		if s.c.Machines[i].GPUs >= r.GPUs && s.state.ModelOK(i, r) {
+			l = append(l, int32(i))
+		}
+	}
+	s.eligibleCache[k] = l
+	return l
 }
 
 func containsInt(xs []int, x int) bool {

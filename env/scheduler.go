@@ -90,7 +90,7 @@ type scorer func(i int) int64
 func pickMax(s *State, r *Request, score scorer) int {
 	best, bestScore, bestPrio := -1, int64(math.MinInt64), int32(math.MaxInt32)
 	for i := range s.FreeCPU {
-		if !s.Fits(i, r) {
+		if !s.Admit(i, r) {
 			continue
 		}
 		sc := score(i)
@@ -113,7 +113,7 @@ func (p *Random) Decide(obs *Observation, rng *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
 	p.feasible = p.feasible[:0]
 	for i := range s.FreeCPU {
-		if s.Fits(i, r) {
+		if s.Admit(i, r) {
 			p.feasible = append(p.feasible, i)
 		}
 	}
@@ -185,7 +185,7 @@ func (p *BestFit) Decide(obs *Observation, _ *rand.Rand) Action {
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	any := false
 	for i := range raw {
-		if !s.Fits(i, r) {
+		if !s.Admit(i, r) {
 			continue
 		}
 		left := 0.5*float64(s.FreeCPU[i]-r.CPU)/maxSpecCPU + 0.5*float64(int64(s.IdleGPU[i])-r.GPUDemand())/maxSpecGPU
@@ -331,7 +331,7 @@ func (p *P2C) Decide(obs *Observation, rng *rand.Rand) Action {
 	// Rejection sampling first: O(1) expected while feasibility is common.
 	for try := 0; try < 32 && got < 2; try++ {
 		i := rng.IntN(n)
-		if s.Fits(i, r) && (got == 0 || cand[0] != i) {
+		if s.Admit(i, r) && (got == 0 || cand[0] != i) {
 			cand[got] = i
 			got++
 		}
@@ -339,7 +339,7 @@ func (p *P2C) Decide(obs *Observation, rng *rand.Rand) Action {
 	if got < 2 { // rare: scan for the few feasible machines
 		p.feasible = p.feasible[:0]
 		for i := 0; i < n; i++ {
-			if s.Fits(i, r) {
+			if s.Admit(i, r) {
 				p.feasible = append(p.feasible, i)
 			}
 		}

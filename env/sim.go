@@ -188,8 +188,11 @@ type Sim struct {
 
 	ld     loads
 	fields fieldRing
-	ctl    controller
-	tok    tokens
+	// Candidate pools of the langevin scheduler (see eligible).
+	allMachines   []int32
+	eligibleCache map[eligibleKey][]int32
+	ctl           controller
+	tok           tokens
 
 	// Per-tick reward inputs.
 	tickJudged, tickMet int
@@ -251,6 +254,14 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		s.jobs[i].firstRun = -1
 	}
 	s.state.Target = NewTargetWorkload(w.Jobs, s.state)
+	s.allMachines = make([]int32, n)
+	for i := range s.allMachines {
+		s.allMachines[i] = int32(i)
+	}
+	s.eligibleCache = map[eligibleKey][]int32{}
+	if s.teg.Safety {
+		s.state.guard = s.safeNew
+	}
 	for i := range c.Machines {
 		m := &c.Machines[i]
 		s.capacity.cpu = max(s.capacity.cpu, m.CPU)

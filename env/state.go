@@ -77,6 +77,11 @@ type State struct {
 	Prio []int32
 	// Target is the typical workload used to measure GPU fragmentation.
 	Target *TargetWorkload
+	// guard, when set, is an extra admission filter: the simulation's
+	// safety layer. Schedulers see it through Admit, so the barrier is a
+	// filter like kube-scheduler's, and each policy's choice is its own best
+	// among the safe machines (the projection onto the safe set).
+	guard func(i int, r *Request) bool
 
 	// Cluster totals, maintained incrementally.
 	CapCPU, CapMem, CapGPU    int64 // of machines that are up
@@ -199,6 +204,13 @@ func (s *State) Fits(i int, r *Request) bool {
 		}
 	}
 	return false
+}
+
+// Admit reports whether a scheduler may place r on machine i: it fits and
+// passes the safety layer, if the simulation runs one. Schedulers filter
+// with Admit; the allocator itself only needs Fits.
+func (s *State) Admit(i int, r *Request) bool {
+	return s.Fits(i, r) && (s.guard == nil || s.guard(i, r))
 }
 
 // BestFitGPU returns the GPU of machine i with the least free milli that

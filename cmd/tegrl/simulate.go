@@ -31,6 +31,11 @@ type simulateFlags struct {
 	maxInstances int
 	mtbf         float64
 	jsonOut      bool
+
+	// TEG switches ("" = the scheduler's default) and parameters.
+	safety, moves, controller, tokens, contention string
+	teg                                           env.TEGConfig
+	changed                                       func(name string) bool
 }
 
 func init() { addCommand(newSimulateCmd) }
@@ -69,7 +74,91 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all 2.5M)")
 	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object per scheduler (JSON lines) instead of a table")
+
+	// TEG mechanisms: switches default to the scheduler's governor (moves
+	// and the damping controller on for langevin only).
+	fl.StringVar(&f.safety, "safety", "", "safety layer (control barrier on memory and rack power): on or off (default on)")
+	fl.StringVar(&f.moves, "moves", "", "Langevin moves of running jobs: on or off (default on for langevin only)")
+	fl.StringVar(&f.controller, "controller", "", "Landau damping controller: on or off (default on for langevin only)")
+	fl.StringVar(&f.tokens, "tokens", "", "token fair-share queue priority: on or off (default on)")
+	fl.StringVar(&f.contention, "contention", "", "CPU/GPU contention slowdowns: on or off (default on)")
+	d := env.DefaultTEG
+	t := &f.teg
+	fl.Float64Var(&t.Mobility, "mobility", d.Mobility, "μ0: move attempts per running job per second at zero damping")
+	fl.Float64Var(&t.Gamma0, "temperature", d.Gamma0, "γ0: base temperature of placements and moves (T_eff = γ0/(1+D)); 0 = drift only")
+	fl.Float64Var(&t.MigrationCost, "migration-cost", d.MigrationCost, "m_j: energy cost of a move")
+	fl.Float64Var(&t.MigrationDowntime, "migration-downtime", d.MigrationDowntime, "seconds of lost progress per move")
+	fl.IntVar(&t.PlaceCandidates, "place-candidates", d.PlaceCandidates, "d: candidate machines per langevin placement")
+	fl.IntVar(&t.MoveCandidates, "move-candidates", d.MoveCandidates, "d: candidate machines per move attempt")
+	fl.IntVar(&t.FieldEvery, "field-every", d.FieldEvery, "K: ticks between recomputations of the potential field")
+	fl.IntVar(&t.Staleness, "staleness", d.Staleness, "s: ticks the agents' copy of the field lags (gossip delay)")
+	fl.Float64Var(&t.Weights.CPU, "w-cpu", d.Weights.CPU, "field weight of CPU pressure")
+	fl.Float64Var(&t.Weights.Mem, "w-mem", d.Weights.Mem, "field weight of memory pressure")
+	fl.Float64Var(&t.Weights.GPU, "w-gpu", d.Weights.GPU, "field weight of GPU pressure")
+	fl.Float64Var(&t.Weights.Net, "w-net", d.Weights.Net, "field weight of rack network congestion")
+	fl.Float64Var(&t.Weights.Pow, "w-pow", d.Weights.Pow, "field weight of rack power")
+	fl.Float64Var(&t.Alpha, "alpha", d.Alpha, "α of the control barrier h(t+1) >= (1-α)h(t)")
+	fl.Float64Var(&t.Horizon, "horizon", d.Horizon, "H: seconds of memory growth the barrier predicts")
+	fl.Float64Var(&t.DMax, "d-max", d.DMax, "largest damping the controller sets")
+	fl.Float64Var(&t.PhiC, "phi-c", d.PhiC, "φ_c: critical order parameter (queued work / capacity)")
+	fl.Float64Var(&t.HalfLife, "half-life", d.HalfLife, "token half-life in seconds (0: tokens never evaporate)")
+	fl.Float64Var(&t.MemOveruse, "mem-overuse", d.MemOveruse, "largest memory use above request, as a fraction (usage model)")
+	fl.Float64Var(&t.OveruseShare, "overuse-share", d.OveruseShare, "share of jobs whose memory use ends above their request (usage model)")
+	f.changed = fl.Changed
 	return cmd
+}
+
+// tegFor returns the TEG configuration of one scheduler: its governor's
+// defaults with the flags the user set applied.
+func (f *simulateFlags) tegFor(name string) (env.TEGConfig, error) {
+	t := env.GovernorTEG(name)
+	for _, sw := range []struct {
+		flag, val string
+		dst       *bool
+	}{{"safety", f.safety, &t.Safety}, {"moves", f.moves, &t.Moves}, {"controller", f.controller, &t.Controller},
+		{"tokens", f.tokens, &t.Tokens}, {"contention", f.contention, &t.Contention}} {
+		if sw.val == "" {
+			continue
+		}
+		v, err := env.ParseOnOff(sw.val)
+		if err != nil {
+			return t, fmt.Errorf("--%s %w", sw.flag, err)
+		}
+		*sw.dst = v
+	}
+	set := func(flag string, dst, src any) {
+		if !f.changed(flag) {
+			return
+		}
+		switch d := dst.(type) {
+		case *float64:
+			*d = *src.(*float64)
+		case *int:
+			*d = *src.(*int)
+		}
+	}
+	u := &f.teg
+	set("mobility", &t.Mobility, &u.Mobility)
+	set("temperature", &t.Gamma0, &u.Gamma0)
+	set("migration-cost", &t.MigrationCost, &u.MigrationCost)
+	set("migration-downtime", &t.MigrationDowntime, &u.MigrationDowntime)
+	set("place-candidates", &t.PlaceCandidates, &u.PlaceCandidates)
+	set("move-candidates", &t.MoveCandidates, &u.MoveCandidates)
+	set("field-every", &t.FieldEvery, &u.FieldEvery)
+	set("staleness", &t.Staleness, &u.Staleness)
+	set("w-cpu", &t.Weights.CPU, &u.Weights.CPU)
+	set("w-mem", &t.Weights.Mem, &u.Weights.Mem)
+	set("w-gpu", &t.Weights.GPU, &u.Weights.GPU)
+	set("w-net", &t.Weights.Net, &u.Weights.Net)
+	set("w-pow", &t.Weights.Pow, &u.Weights.Pow)
+	set("alpha", &t.Alpha, &u.Alpha)
+	set("horizon", &t.Horizon, &u.Horizon)
+	set("d-max", &t.DMax, &u.DMax)
+	set("phi-c", &t.PhiC, &u.PhiC)
+	set("half-life", &t.HalfLife, &u.HalfLife)
+	set("mem-overuse", &t.MemOveruse, &u.MemOveruse)
+	set("overuse-share", &t.OveruseShare, &u.OveruseShare)
+	return t, nil
 }
 
 // parseSchedulers expands "all" and comma lists, checking every name.
@@ -154,7 +243,14 @@ func runSimulate(a *app, f *simulateFlags) error {
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			sched, _ := env.NewScheduler(name)
-			sim, err := env.NewSim(c, w, sched, cfg)
+			teg, err := f.tegFor(name)
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			run := cfg
+			run.TEG = &teg
+			sim, err := env.NewSim(c, w, sched, run)
 			if err != nil {
 				errs[k] = err
 				return
@@ -184,11 +280,12 @@ func runSimulate(a *app, f *simulateFlags) error {
 
 func writeSimTable(out io.Writer, ms []env.Metrics) error {
 	tw := tabwriter.NewWriter(out, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheduler\tdone/submitted\tfailed\tmean JCT s\tp95 JCT s\tslowdown\tmean wait s\tSLA viol %\tCPU %\tGPU %\tGPU frag %\tenergy kWh\tstarved\t")
+	fmt.Fprintln(tw, "scheduler\tdone/submitted\tfailed\tmean JCT s\tp95 JCT s\tslowdown\tmean wait s\tSLA viol %\tCPU %\tGPU %\tGPU frag %\tenergy kWh\tstarved\tmigrations\tOOM\tsafety viol\treward\t")
 	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.0f\t%.0f\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t\n",
+		fmt.Fprintf(tw, "%s\t%d/%d\t%d\t%.0f\t%.0f\t%.2f\t%.1f\t%.2f\t%.1f\t%.1f\t%.1f\t%.0f\t%d\t%d\t%d\t%d\t%.3f\t\n",
 			m.Scheduler, m.JobsCompleted, m.JobsSubmitted, m.JobsFailed, m.MeanJCTS, m.P95JCTS, m.MeanSlowdown,
-			m.MeanWaitS, 100*m.SLAViolationRate, 100*m.UtilCPU, 100*m.UtilGPU, 100*m.GPUFragRate, m.EnergyKWh, m.StarvedJobs)
+			m.MeanWaitS, 100*m.SLAViolationRate, 100*m.UtilCPU, 100*m.UtilGPU, 100*m.GPUFragRate, m.EnergyKWh, m.StarvedJobs,
+			m.Migrations, m.OOMKills, m.SafetyViolations, m.RewardMean)
 	}
 	return tw.Flush()
 }
