@@ -64,6 +64,9 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 		}
 		e = potentialWith(&v.Config.Weights, f, i, m.Rack, cpu/float64(m.CPU), mem/float64(m.Mem), dg, dk, dp)
 	}
+	if wf := v.Config.Weights.Frag; wf > 0 && m.GPUs > 0 && s.state.Target != nil {
+		e += wf * s.fragAdded(rec, r, i) / MilliGPU
+	}
 	if j.Service >= 0 {
 		if a := s.tok.affinity[j.Service]; a > 0 {
 			e -= float64(a) * s.tok.rackShare(j.Service, m.Rack)
@@ -79,6 +82,44 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 		}
 	}
 	return e
+}
+
+// fragAdded is the GPU fragmentation F_i(M) (milli-GPU) that the job adds
+// to machine i: with the job there minus without it. For a running job on
+// its own machine that is what leaving would remove; elsewhere, what
+// arriving (on the GPUs the allocator would pick) would add.
+func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
+	tw := s.state.Target
+	gs := s.state.GPUs(i)
+	tmp := append(s.fragTmp[:0], gs...)
+	s.fragTmp = tmp
+	cpu := s.state.FreeCPU[i]
+	model := s.state.Model(i)
+	here := tw.NodeFrag(cpu, model, tmp)
+	if rec.state == running && rec.alloc.Machine == i {
+		for mask, k := rec.alloc.GPUMask, 0; mask != 0; mask, k = mask>>1, k+1 {
+			if mask&1 != 0 {
+				tmp[k] += rec.alloc.Milli
+			}
+		}
+		return here - tw.NodeFrag(cpu+rec.alloc.CPU, model, tmp)
+	}
+	switch {
+	case r.GPUs == 0:
+	case r.Milli < MilliGPU:
+		if g := s.state.BestFitGPU(i, r.Milli); g >= 0 {
+			tmp[g] -= r.Milli
+		}
+	default:
+		need := r.GPUs
+		for k := range tmp {
+			if need > 0 && tmp[k] == MilliGPU {
+				tmp[k] = 0
+				need--
+			}
+		}
+	}
+	return tw.NodeFrag(cpu-r.CPU, model, tmp) - here
 }
 
 // gangSplits reports whether the lowest-indexed fully free GPUs the

@@ -191,6 +191,7 @@ type Sim struct {
 	// Candidate pools of the langevin scheduler (see eligible).
 	allMachines   []int32
 	eligibleCache map[eligibleKey][]int32
+	fragTmp       []int32
 	ctl           controller
 	tok           tokens
 

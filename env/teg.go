@@ -3,6 +3,8 @@ package env
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 )
 
 // TEGConfig switches and parameterises the Thermo-Economic Governor's
@@ -83,9 +85,13 @@ func ParseOnOff(s string) (bool, error) {
 	return false, fmt.Errorf("%q: want on or off", s)
 }
 
-// FieldWeights are the weights of the potential's pressure terms.
+// FieldWeights are the weights of the potential's pressure terms. Frag
+// weighs an extension of ours: the GPU fragmentation (FGD's F_n(M), in
+// GPUs) a job adds to a machine, which lets the field pack GPU jobs the way
+// FGD does instead of only spreading load (docs/teg.md).
 type FieldWeights struct {
 	CPU, Mem, GPU, Net, Pow float64
+	Frag                    float64
 }
 
 // RewardWeights are the weights of the per-tick reward's terms.
@@ -160,7 +166,7 @@ func (t *TEGConfig) validate(tick float64) error {
 		t.Alpha, t.Horizon, t.GrowthMax, t.MemOveruse, t.OveruseShare, t.DMax, t.PhiC, t.Width, t.KChi, t.Chi0, t.Beta,
 		t.CTax, t.HalfLife, t.GPUWeight, t.AgeScale, float64(t.Affinity)):
 		return fmt.Errorf("TEG parameter is NaN or infinite: %+v", *t)
-	case w.CPU < 0 || w.Mem < 0 || w.GPU < 0 || w.Net < 0 || w.Pow < 0:
+	case w.CPU < 0 || w.Mem < 0 || w.GPU < 0 || w.Net < 0 || w.Pow < 0 || w.Frag < 0 || math.IsNaN(w.Frag) || math.IsInf(w.Frag, 0):
 		return fmt.Errorf("field weights %+v must be >= 0", w)
 	case t.Staleness < 0:
 		return fmt.Errorf("staleness %d must be >= 0", t.Staleness)
@@ -194,4 +200,101 @@ func pressure(rho float64) float64 {
 	const eps = 0.02
 	rho = max(0, min(1, rho))
 	return rho / (1 - rho + eps)
+}
+
+// tegParams maps the parameter names the CLI and the sweep use to fields.
+func (t *TEGConfig) params() map[string]*float64 {
+	return map[string]*float64{
+		"mobility":           &t.Mobility,
+		"temperature":        &t.Gamma0,
+		"migration-cost":     &t.MigrationCost,
+		"migration-downtime": &t.MigrationDowntime,
+		"gang-penalty":       &t.GangPenalty,
+		"w-cpu":              &t.Weights.CPU,
+		"w-mem":              &t.Weights.Mem,
+		"w-gpu":              &t.Weights.GPU,
+		"w-net":              &t.Weights.Net,
+		"w-pow":              &t.Weights.Pow,
+		"w-frag":             &t.Weights.Frag,
+		"alpha":              &t.Alpha,
+		"horizon":            &t.Horizon,
+		"growth-max":         &t.GrowthMax,
+		"d-max":              &t.DMax,
+		"phi-c":              &t.PhiC,
+		"width":              &t.Width,
+		"k-chi":              &t.KChi,
+		"chi0":               &t.Chi0,
+		"beta":               &t.Beta,
+		"c-tax":              &t.CTax,
+		"half-life":          &t.HalfLife,
+		"gpu-weight":         &t.GPUWeight,
+		"age-scale":          &t.AgeScale,
+		"mem-overuse":        &t.MemOveruse,
+		"overuse-share":      &t.OveruseShare,
+	}
+}
+
+// tegInts maps the integer parameters.
+func (t *TEGConfig) ints() map[string]*int {
+	return map[string]*int{
+		"place-candidates": &t.PlaceCandidates,
+		"move-candidates":  &t.MoveCandidates,
+		"field-every":      &t.FieldEvery,
+		"staleness":        &t.Staleness,
+		"cold-list":        &t.ColdList,
+		"window":           &t.Window,
+	}
+}
+
+// tegSwitches maps the on/off mechanisms (value 0 or 1).
+func (t *TEGConfig) switches() map[string]*bool {
+	return map[string]*bool{
+		"safety":     &t.Safety,
+		"moves":      &t.Moves,
+		"controller": &t.Controller,
+		"tokens":     &t.Tokens,
+		"contention": &t.Contention,
+	}
+}
+
+// Set assigns a parameter by the name the CLI uses ("temperature",
+// "w-frag", "place-candidates", "controller", ...). Integers must be
+// integral; switches take 0 or 1.
+func (t *TEGConfig) Set(name string, v float64) error {
+	if p, ok := t.params()[name]; ok {
+		*p = v
+		return nil
+	}
+	if p, ok := t.ints()[name]; ok {
+		if v != math.Trunc(v) || math.Abs(v) > 1<<30 {
+			return fmt.Errorf("TEG parameter %s wants an integer, got %v", name, v)
+		}
+		*p = int(v)
+		return nil
+	}
+	if p, ok := t.switches()[name]; ok {
+		if v != 0 && v != 1 {
+			return fmt.Errorf("TEG switch %s wants 0 or 1, got %v", name, v)
+		}
+		*p = v == 1
+		return nil
+	}
+	return fmt.Errorf("unknown TEG parameter %q (have %s)", name, strings.Join(TEGParamNames(), ", "))
+}
+
+// TEGParamNames lists the names Set accepts, sorted.
+func TEGParamNames() []string {
+	var t TEGConfig
+	var names []string
+	for n := range t.params() {
+		names = append(names, n)
+	}
+	for n := range t.ints() {
+		names = append(names, n)
+	}
+	for n := range t.switches() {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tegrl/tegrl/env"
 )
@@ -35,7 +36,7 @@ type simulateFlags struct {
 	// TEG switches ("" = the scheduler's default) and parameters.
 	safety, moves, controller, tokens, contention string
 	teg                                           env.TEGConfig
-	changed                                       func(name string) bool
+	flags                                         *pflag.FlagSet
 }
 
 func init() { addCommand(newSimulateCmd) }
@@ -97,6 +98,7 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 	fl.Float64Var(&t.Weights.GPU, "w-gpu", d.Weights.GPU, "field weight of GPU pressure")
 	fl.Float64Var(&t.Weights.Net, "w-net", d.Weights.Net, "field weight of rack network congestion")
 	fl.Float64Var(&t.Weights.Pow, "w-pow", d.Weights.Pow, "field weight of rack power")
+	fl.Float64Var(&t.Weights.Frag, "w-frag", d.Weights.Frag, "field weight of the GPU fragmentation a job adds (FGD's measure, in GPUs)")
 	fl.Float64Var(&t.Alpha, "alpha", d.Alpha, "α of the control barrier h(t+1) >= (1-α)h(t)")
 	fl.Float64Var(&t.Horizon, "horizon", d.Horizon, "H: seconds of memory growth the barrier predicts")
 	fl.Float64Var(&t.DMax, "d-max", d.DMax, "largest damping the controller sets")
@@ -104,7 +106,7 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 	fl.Float64Var(&t.HalfLife, "half-life", d.HalfLife, "token half-life in seconds (0: tokens never evaporate)")
 	fl.Float64Var(&t.MemOveruse, "mem-overuse", d.MemOveruse, "largest memory use above request, as a fraction (usage model)")
 	fl.Float64Var(&t.OveruseShare, "overuse-share", d.OveruseShare, "share of jobs whose memory use ends above their request (usage model)")
-	f.changed = fl.Changed
+	f.flags = fl
 	return cmd
 }
 
@@ -126,38 +128,20 @@ func (f *simulateFlags) tegFor(name string) (env.TEGConfig, error) {
 		}
 		*sw.dst = v
 	}
-	set := func(flag string, dst, src any) {
-		if !f.changed(flag) {
-			return
+	// Parameters: apply the flags the user set, by the names env knows.
+	for _, name := range env.TEGParamNames() {
+		fl := f.flags.Lookup(name)
+		if fl == nil || !fl.Changed || fl.Value.Type() == "string" {
+			continue
 		}
-		switch d := dst.(type) {
-		case *float64:
-			*d = *src.(*float64)
-		case *int:
-			*d = *src.(*int)
+		v, err := strconv.ParseFloat(fl.Value.String(), 64)
+		if err != nil {
+			return t, fmt.Errorf("--%s: %w", name, err)
+		}
+		if err := t.Set(name, v); err != nil {
+			return t, fmt.Errorf("--%s: %w", name, err)
 		}
 	}
-	u := &f.teg
-	set("mobility", &t.Mobility, &u.Mobility)
-	set("temperature", &t.Gamma0, &u.Gamma0)
-	set("migration-cost", &t.MigrationCost, &u.MigrationCost)
-	set("migration-downtime", &t.MigrationDowntime, &u.MigrationDowntime)
-	set("place-candidates", &t.PlaceCandidates, &u.PlaceCandidates)
-	set("move-candidates", &t.MoveCandidates, &u.MoveCandidates)
-	set("field-every", &t.FieldEvery, &u.FieldEvery)
-	set("staleness", &t.Staleness, &u.Staleness)
-	set("w-cpu", &t.Weights.CPU, &u.Weights.CPU)
-	set("w-mem", &t.Weights.Mem, &u.Weights.Mem)
-	set("w-gpu", &t.Weights.GPU, &u.Weights.GPU)
-	set("w-net", &t.Weights.Net, &u.Weights.Net)
-	set("w-pow", &t.Weights.Pow, &u.Weights.Pow)
-	set("alpha", &t.Alpha, &u.Alpha)
-	set("horizon", &t.Horizon, &u.Horizon)
-	set("d-max", &t.DMax, &u.DMax)
-	set("phi-c", &t.PhiC, &u.PhiC)
-	set("half-life", &t.HalfLife, &u.HalfLife)
-	set("mem-overuse", &t.MemOveruse, &u.MemOveruse)
-	set("overuse-share", &t.OveruseShare, &u.OveruseShare)
 	return t, nil
 }
 
