@@ -85,41 +85,74 @@ func BenchmarkDecide(b *testing.B) {
 	}
 }
 
-// BenchmarkStep measures one simulation tick (arrivals, completions,
-// scheduling) under p2c, whose decisions are O(1), so the figure is the
-// simulator's own cost per tick.
-func BenchmarkStep(b *testing.B) {
-	for _, n := range []int{1523, 10000, 100000} {
+// warmSim returns a simulation of n synthetic machines at load after an
+// hour of simulated time, with sched under its governor's defaults.
+func warmSim(b *testing.B, n int, load float64, sched string) *Sim {
+	b.Helper()
+	c, err := NewSyntheticCluster(n, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultWorkload
+	cfg.Horizon, cfg.Load = 3*3600, load
+	w, err := NewSyntheticWorkload(c, cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s, _ := NewScheduler(sched)
+	sim, err := NewSim(c, w, s, SimConfig{Seed: 1, Duration: cfg.Horizon})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for sim.Now() < 3600 {
+		sim.Step()
+	}
+	return sim
+}
+
+// BenchmarkTick measures one simulation tick at about 70% load: arrivals,
+// completions, scheduling, and, under langevin, the TEG dynamics (moves,
+// controller, field). The cluster is warmed up for an hour first; the
+// benchmark runs at most the remaining two hours of ticks.
+func BenchmarkTick(b *testing.B) {
+	for _, sched := range []string{"langevin", "p2c"} {
+		for _, n := range []int{1000, 10000, 100000} {
+			b.Run(fmt.Sprintf("scheduler=%s/machines=%d", sched, n), func(b *testing.B) {
+				sim := warmSim(b, n, 0.7, sched)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if sim.Done() {
+						b.StopTimer()
+						sim = warmSim(b, n, 0.7, sched)
+						b.StartTimer()
+					}
+					sim.Step()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkLangevinDecide measures one placement decision of the pure
+// Langevin governor on a busy cluster: its cost must not grow with the
+// number of machines.
+func BenchmarkLangevinDecide(b *testing.B) {
+	for _, n := range []int{1000, 100000} {
 		b.Run(fmt.Sprintf("machines=%d", n), func(b *testing.B) {
-			c, err := NewSyntheticCluster(n, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cfg := DefaultWorkload
-			cfg.Horizon = 4 * 3600
-			w, err := NewSyntheticWorkload(c, cfg, 1)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sim, err := NewSim(c, w, &P2C{}, SimConfig{Seed: 1})
-			if err != nil {
-				b.Fatal(err)
-			}
-			for sim.Now() < 3600 { // warm up to a busy cluster
-				sim.Step()
-			}
+			sim := warmSim(b, n, 0.7, "langevin")
+			sched := &Langevin{}
+			rng := rand.New(rand.NewPCG(1, 2))
+			jobs := sim.w.Jobs[len(sim.w.Jobs)/2:]
+			o := &sim.obs
+			o.State = sim.state
+			sim.view.refresh()
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				if sim.Done() {
-					b.StopTimer()
-					sim, _ = NewSim(c, w, &P2C{}, SimConfig{Seed: 1})
-					for sim.Now() < 3600 {
-						sim.Step()
-					}
-					b.StartTimer()
-				}
-				sim.Step()
+				j := &jobs[i%len(jobs)]
+				o.Job, o.Req = j, sim.state.Request(j)
+				sched.Decide(o, rng)
 			}
 		})
 	}

@@ -78,12 +78,15 @@ func (s *Sim) rerate(i int) {
 		}
 		s.progress(r)
 		r.rate = nr
-		r.seq++
-		r.end = r.mark + r.work/nr
-		s.ends.Push(timed{t: r.end, id: id, ver: r.seq})
-		if !r.saturated {
-			s.sats.Push(timed{t: r.use.tsat, id: id, ver: r.seq})
+		end := r.mark + r.work/nr
+		// A later end keeps the queued entry, which re-queues itself when
+		// it surfaces early; only an earlier end needs a new entry. That
+		// halves the heap traffic of contention changes.
+		if end < r.end {
+			r.seq++
+			s.ends.Push(timed{t: end, id: id, ver: r.seq})
 		}
+		r.end = end
 	}
 }
 

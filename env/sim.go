@@ -99,6 +99,7 @@ type jobRec struct {
 	restarts  int     // kills by failure or OOM
 	starts    uint32  // number of starts (hash input of the usage model)
 	seq       uint32  // version of its completion entry
+	useVer    uint32  // version of its memory plateau entry
 	queuedAt  float64 // last time it entered the queue
 	firstRun  float64 // first start time (-1 before)
 	start     float64 // current run's start
@@ -141,6 +142,9 @@ func timedLess(a, b timed) bool {
 	return a.id < b.id
 }
 
+// onMachCap is the preallocated capacity of each machine's job list.
+const onMachCap = 32
+
 // Sim is a deterministic cluster simulation: a pure state machine advanced
 // by Step. It has no goroutines, wall clock or I/O; the same cluster,
 // workload, scheduler and config give the same run.
@@ -166,8 +170,9 @@ type Sim struct {
 	// repairs). Between two of them free capacity only shrinks, so a job the
 	// scheduler could not place cannot become placeable: like
 	// kube-scheduler's unschedulable queue, it waits for the next event.
-	epoch  uint64
-	failed []Request // shapes that got Wait in this pass
+	epoch   uint64
+	failed  []Request // shapes that got Wait in this pass
+	victims []int32   // scratch for machine failures
 
 	ends     minHeap[timed] // planned completions
 	sats     minHeap[timed] // memory plateaus reached
@@ -175,7 +180,10 @@ type Sim struct {
 	events   minHeap[event]
 	nrunning int
 	onMach   [][]int32 // running job IDs per machine
-	migr     []int32   // migratable running jobs (Langevin agents)
+	// onMachBuf backs the first onMachCap entries of every onMach list, so
+	// that steady-state placements and moves do not allocate.
+	onMachBuf []int32
+	migr      []int32 // migratable running jobs (Langevin agents)
 
 	obs      Observation
 	view     TEGView
@@ -228,20 +236,21 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 	}
 	n := len(c.Machines)
 	s := &Sim{
-		cfg:      cfg,
-		teg:      teg,
-		c:        c,
-		w:        w,
-		sched:    sched,
-		state:    NewState(c, cfg.Seed),
-		rngSched: rand.New(rand.NewPCG(cfg.Seed, 0x7465672d73636864)), // "teg-schd"
-		rngFail:  rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6661696c)), // "teg-fail"
-		rngTEG:   rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6c616e67)), // "teg-lang"
-		jobs:     make([]jobRec, len(w.Jobs)),
-		onMach:   make([][]int32, n),
-		nodeFrag: make([]float64, n),
-		fragVer:  make([]uint32, n),
-		ld:       newLoads(c),
+		cfg:       cfg,
+		teg:       teg,
+		c:         c,
+		w:         w,
+		sched:     sched,
+		state:     NewState(c, cfg.Seed),
+		rngSched:  rand.New(rand.NewPCG(cfg.Seed, 0x7465672d73636864)), // "teg-schd"
+		rngFail:   rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6661696c)), // "teg-fail"
+		rngTEG:    rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6c616e67)), // "teg-lang"
+		jobs:      make([]jobRec, len(w.Jobs)),
+		onMach:    make([][]int32, n),
+		onMachBuf: make([]int32, n*onMachCap),
+		nodeFrag:  make([]float64, n),
+		fragVer:   make([]uint32, n),
+		ld:        newLoads(c),
 	}
 	s.ends.less, s.sats.less, s.alarms.less = timedLess, timedLess, timedLess
 	s.events.less = func(a, b event) bool {
@@ -249,6 +258,9 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 			return a.t < b.t
 		}
 		return a.machine < b.machine
+	}
+	for i := range s.onMach {
+		s.onMach[i] = s.onMachBuf[i*onMachCap : i*onMachCap : (i+1)*onMachCap]
 	}
 	for i := range s.jobs {
 		s.jobs[i].migrIdx = -1
@@ -280,7 +292,13 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		s.repower(i)
 	}
 	s.ctl.init(&s.teg)
-	s.tok.init(c, &s.teg)
+	services := 0
+	for i := range w.Jobs {
+		if w.Jobs[i].Service >= services {
+			services = w.Jobs[i].Service + 1
+		}
+	}
+	s.tok.init(c, &s.teg, services)
 	s.view = TEGView{sim: s, Config: &s.teg}
 	s.obs.TEG = &s.view
 	s.refreshField()
@@ -335,7 +353,7 @@ func (s *Sim) Step() {
 	}
 	for s.sats.Len() > 0 && s.sats.Peek().t <= t {
 		e := s.sats.Pop()
-		if r := &s.jobs[e.id]; r.state == running && r.seq == e.ver && !r.saturated {
+		if r := &s.jobs[e.id]; r.state == running && r.useVer == e.ver && !r.saturated {
 			s.saturate(int(e.id))
 			s.armAlarm(r.alloc.Machine)
 			s.epoch++ // the barrier's headroom grew: parked jobs may fit
@@ -353,9 +371,15 @@ func (s *Sim) Step() {
 	}
 	for s.ends.Len() > 0 && s.ends.Peek().t <= t {
 		e := s.ends.Pop()
-		if r := &s.jobs[e.id]; r.state == running && r.seq == e.ver {
-			s.complete(int(e.id))
+		r := &s.jobs[e.id]
+		if r.state != running || r.seq != e.ver {
+			continue // stale: the job stopped or got an earlier end
 		}
+		if r.end > e.t {
+			s.ends.Push(timed{t: r.end, id: e.id, ver: e.ver}) // postponed
+			continue
+		}
+		s.complete(int(e.id))
 	}
 	s.tok.decay(dt)
 	if s.teg.Controller {
@@ -501,7 +525,8 @@ func (s *Sim) machineEvent(ev event) {
 	s.acc.machineFailures++
 	// Evict the machine's jobs back to the queue (in ID order); their work
 	// is lost.
-	victims := slices.Clone(s.onMach[i])
+	victims := append(s.victims[:0], s.onMach[i]...)
+	s.victims = victims
 	slices.Sort(victims)
 	for _, id := range victims {
 		s.kill(int(id), ev.t)
@@ -612,10 +637,11 @@ func (s *Sim) place(id, i, gpu int, fresh bool) error {
 		s.acc.safetyViolations++ // only possible with the safety layer off
 	}
 	if !r.saturated {
-		s.sats.Push(timed{t: r.use.tsat, id: int32(id), ver: r.seq})
+		s.sats.Push(timed{t: r.use.tsat, id: int32(id), ver: r.useVer})
 	}
 	s.armAlarm(i)
 	r.rate = 0 // forces rerate to schedule the completion
+	r.end = math.Inf(1)
 	s.rerate(i)
 	return nil
 }
@@ -635,7 +661,8 @@ func (s *Sim) unplace(id int) {
 	s.epoch++
 	s.nrunning--
 	r.state = queued // callers set the final state
-	r.seq++          // invalidates its completion and plateau entries
+	r.seq++          // invalidates its completion entry
+	r.useVer++       // and its plateau entry
 	if r.migrIdx >= 0 {
 		last := s.migr[len(s.migr)-1]
 		s.migr[r.migrIdx] = last

@@ -17,22 +17,35 @@ type tokens struct {
 	// total supply is capRate/λ.
 	capRate float64
 
-	affinity    map[int]float32 // service -> affinity weight a_j
-	replicas    map[int]int     // service -> live replicas
-	svcRack     map[uint64]int32
-	serviceLive map[int]int32 // service -> running replicas
+	// Per service (indexed by Job.Service, which the workload keeps small):
+	affinity    []float32     // affinity weight a_j
+	replicas    []int         // live replicas (queued or running)
+	serviceLive []int32       // running replicas
+	svcRacks    [][]rackCount // running replicas per rack
 }
 
-func (t *tokens) init(c *Cluster, cfg *TEGConfig) {
+// rackCount is a service's running replicas in one rack.
+type rackCount struct {
+	rack, n int32
+}
+
+func (t *tokens) init(c *Cluster, cfg *TEGConfig, services int) {
 	t.cfg = cfg
 	if cfg.HalfLife > 0 {
 		t.lambda = math.Ln2 / cfg.HalfLife
 	}
 	t.tenants = map[int]int{}
-	t.affinity = map[int]float32{}
-	t.replicas = map[int]int{}
-	t.svcRack = map[uint64]int32{}
-	t.serviceLive = map[int]int32{}
+	t.affinity = make([]float32, services)
+	t.replicas = make([]int, services)
+	t.serviceLive = make([]int32, services)
+	t.svcRacks = make([][]rackCount, services)
+	// Replicas usually sit in a few racks: back the first few entries of
+	// every service from one buffer, so a new service does not allocate.
+	const perService = 8
+	buf := make([]rackCount, services*perService)
+	for k := range t.svcRacks {
+		t.svcRacks[k] = buf[k*perService : k*perService : (k+1)*perService]
+	}
 	for i := range c.Machines {
 		t.capRate += float64(c.Machines[i].CPU)/1000 + cfg.GPUWeight*float64(c.Machines[i].GPUs)
 	}
@@ -104,15 +117,19 @@ func (t *tokens) share() float64 {
 
 // serviceRack counts a service's running replicas per rack.
 func (t *tokens) serviceRack(svc, rack int, delta int32) {
-	key := uint64(svc)<<32 | uint64(uint32(rack))
-	t.svcRack[key] += delta
-	if t.svcRack[key] == 0 {
-		delete(t.svcRack, key)
-	}
 	t.serviceLive[svc] += delta
-	if t.serviceLive[svc] == 0 {
-		delete(t.serviceLive, svc)
+	rs := t.svcRacks[svc]
+	for k := range rs {
+		if rs[k].rack == int32(rack) {
+			rs[k].n += delta
+			if rs[k].n == 0 {
+				rs[k] = rs[len(rs)-1]
+				t.svcRacks[svc] = rs[:len(rs)-1]
+			}
+			return
+		}
 	}
+	t.svcRacks[svc] = append(rs, rackCount{rack: int32(rack), n: delta})
 }
 
 // rackShare is A_j(i): the fraction of a service's running replicas in a
@@ -122,7 +139,12 @@ func (t *tokens) rackShare(svc, rack int) float64 {
 	if live == 0 {
 		return 0
 	}
-	return float64(t.svcRack[uint64(svc)<<32|uint64(uint32(rack))]) / float64(live)
+	for _, rc := range t.svcRacks[svc] {
+		if rc.rack == int32(rack) {
+			return float64(rc.n) / float64(live)
+		}
+	}
+	return 0
 }
 
 // tenantQueues holds one FIFO queue per tenant. A scheduling pass merges
