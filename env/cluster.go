@@ -13,6 +13,10 @@ import (
 // MilliGPU is the capacity of one GPU in milli-GPU.
 const MilliGPU = 1000
 
+// maxModels bounds the GPU models of a cluster: requests keep allowed
+// models in a 64-bit mask whose top bit means "no model known".
+const maxModels = 63
+
 // MaxGPUsPerMachine bounds the GPUs of one machine so that a GPU set fits in
 // a bit mask and per-machine scans stay short.
 const MaxGPUsPerMachine = 16
@@ -173,6 +177,9 @@ func (c *Cluster) Validate() error {
 	}
 	if len(c.Racks) == 0 || len(c.Leaves) == 0 || len(c.Zones) == 0 {
 		return errors.New("cluster has no racks, leaves or zones")
+	}
+	if len(c.Models) > maxModels {
+		return fmt.Errorf("cluster has %d GPU models, at most %d are supported", len(c.Models), maxModels)
 	}
 	count := make([]int, len(c.Racks))
 	for i := range c.Machines {

@@ -50,12 +50,15 @@ func SaturationPods(trace []Job, capacityMilli int64, tune float64, seed uint64)
 		total += pods[i].GPUDemand()
 	}
 	target := tune * float64(capacityMilli)
+	removed := float64(total) > target
 	for float64(total) > target && len(pods) > 0 {
 		k := rng.IntN(len(pods))
 		total -= pods[k].GPUDemand()
 		pods = append(pods[:k], pods[k+1:]...)
 	}
-	for n := 0; float64(total) < target && len(trace) > 0; n++ {
+	// Append only when the trace is short of the target: the reference
+	// either removes or appends, never both.
+	for n := 0; !removed && float64(total) < target && len(trace) > 0; n++ {
 		p := trace[rng.IntN(len(trace))]
 		if float64(total+int64(p.GPUMilli)) > target {
 			break

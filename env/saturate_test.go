@@ -369,7 +369,6 @@ func TestSaturationPodsRemove(t *testing.T) {
 // when removal lands below the target, CPU-only draws (gpu_milli 0) and
 // small shares are appended as "-tuned-N" pods (seed 7 here appends c1).
 func TestSaturationPodsRemoveOnly(t *testing.T) {
-	t.Skip("known bug in SaturationPods (saturate.go): the append loop also runs after removal; see the report")
 	trace := removeTrace()
 	for seed := range uint64(20) {
 		for _, p := range SaturationPods(trace, 4000, 1.3, seed) {

@@ -314,6 +314,12 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		if mem <= 0 {
 			return nil, t.fail("mem_size", "%v must be > 0", mem)
 		}
+		if mem > 1e4 {
+			return nil, t.fail("mem_size", "%v above 10000 (normalised: 100 is a full machine)", mem)
+		}
+		if int64(mem/100*float64(opt.MemMiB)) < 1 {
+			return nil, t.fail("mem_size", "%v is less than 1 MiB at %d MiB per 100", mem, opt.MemMiB)
+		}
 		if k, ok := seen[id]; ok {
 			if rows[k].fd1 < 0 {
 				rows[k].fd1 = fd1

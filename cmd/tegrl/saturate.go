@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -94,6 +95,9 @@ func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
 	schedulers, err := report.ParseSchedulers(f.schedulers)
 	if err != nil {
 		return fmt.Errorf("--scheduler: %w", err)
+	}
+	if slices.Contains(schedulers, "langevin") {
+		return fmt.Errorf("--scheduler langevin: the Langevin governor acts on the time-stepped simulation's potential field; the saturation experiment has no time (use tegrl simulate)")
 	}
 	seeds, err := report.ParseSeeds(f.seeds)
 	if err != nil {
