@@ -100,17 +100,20 @@ type RewardWeights struct {
 	WaitSLA                  float64 // W_sla, s
 }
 
-// DefaultTEG holds the defaults of teg-model.md, with the Langevin
-// parameters the sweep in docs/langevin-sweep.md chose.
+// DefaultTEG holds the defaults of teg-model.md, except the Langevin and
+// controller parameters that the sweep on training seeds chose
+// (docs/langevin-sweep.md): GPU pressure weight 0 and fragmentation weight
+// 50 (model: 1 and none), 16 placement candidates (8), mobility 0.001/s
+// (0.05), migration cost 1 (0.2), φ_c 1 (0.3), c_tax 0.01 (0.1).
 var DefaultTEG = TEGConfig{
-	Weights:           FieldWeights{CPU: 1, Mem: 1, GPU: 1, Net: 0.5, Pow: 0.5},
+	Weights:           FieldWeights{CPU: 1, Mem: 1, GPU: 0, Net: 0.5, Pow: 0.5, Frag: 50},
 	FieldEvery:        5,
 	Staleness:         2,
 	ColdList:          64,
-	Mobility:          0.05,
+	Mobility:          0.001,
 	MoveCandidates:    2,
-	PlaceCandidates:   8,
-	MigrationCost:     0.2,
+	PlaceCandidates:   16,
+	MigrationCost:     1,
 	MigrationDowntime: 30,
 	Gamma0:            0.05,
 	GangPenalty:       1,
@@ -122,13 +125,13 @@ var DefaultTEG = TEGConfig{
 	MemOveruse:        0.3,
 	OveruseShare:      0.1,
 	DMax:              10,
-	PhiC:              0.3,
+	PhiC:              1,
 	Width:             0.05,
 	KChi:              1,
 	Chi0:              0.1,
 	Beta:              0.2,
 	Window:            30,
-	CTax:              0.1,
+	CTax:              0.01,
 	Tokens:            true,
 	HalfLife:          3600,
 	GPUWeight:         10,
