@@ -153,6 +153,7 @@ const (
 	opGaussEntropy
 	opConv1D
 	opLayerNorm
+	opSpMM // ops_gnn.go
 )
 
 // node is one recorded operation. It is a plain struct (not a closure) so
@@ -232,6 +233,8 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		tp.backConv1D(n)
 	case opLayerNorm:
 		backLayerNorm(n)
+	case opSpMM:
+		backSpMM(n)
 	default:
 		panic(fmt.Sprintf("nn: unknown op %d", n.op))
 	}
