@@ -208,7 +208,8 @@ type Sim struct {
 	queuedArrivalSum    float64
 	lastReward          RewardTerms
 
-	acc metricsAcc
+	acc  metricsAcc
+	hist loadHistory // machines' load over the last ticks (observation.go)
 }
 
 // NewSim prepares a run of workload w on cluster c under sched.
@@ -399,6 +400,7 @@ func (s *Sim) Step() {
 		s.sampleNash()
 	}
 	s.reward(1)
+	s.recordHistory()
 }
 
 // skipIdle jumps to the tick before the next event while the state is
