@@ -462,7 +462,10 @@ func (s *Sim) applyService(id int, a Action) {
 	if svc < 0 {
 		return
 	}
-	s.tok.affinity[svc] = float32(max(0, min(1, float64(a.Affinity))))
+	if !(a.Affinity >= 0) { // NaN too
+		a.Affinity = 0
+	}
+	s.tok.affinity[svc] = float32(min(1, float64(a.Affinity)))
 	d := max(-5, min(5, a.ReplicaDelta))
 	for ; d > 0 && s.tok.replicas[svc] < maxReplicas; d-- {
 		clone := s.w.Jobs[id]

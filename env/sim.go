@@ -235,6 +235,8 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 			return nil, fmt.Errorf("sim workload: job %d arrives before job %d", i, i-1)
 		}
 	}
+	// Replica actions append jobs: never into the caller's workload.
+	w = &Workload{Name: w.Name, Jobs: slices.Clip(w.Jobs)}
 	n := len(c.Machines)
 	s := &Sim{
 		cfg:       cfg,
@@ -456,6 +458,9 @@ func (s *Sim) Run() Metrics {
 func (s *Sim) arrive(id int) {
 	j := &s.w.Jobs[id]
 	r := &s.jobs[id]
+	if r.state != notArrived {
+		return // a replica added by an action: queued when it was made
+	}
 	s.acc.submitted++
 	r.tenant = int32(s.tok.index(j.Tenant))
 	if j.CPU > s.capacity.cpu || j.Mem > s.capacity.mem || !s.feasibleAnywhere(j) {
@@ -736,6 +741,9 @@ func (s *Sim) schedule() {
 			break
 		}
 		id := int(s.tq.q[t][k])
+		if id < 0 {
+			continue // removed in this pass by a replica scale-down
+		}
 		r := &s.jobs[id]
 		if r.waitEpoch == s.epoch+1 {
 			continue // nothing freed since it last waited
