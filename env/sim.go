@@ -589,18 +589,24 @@ func (s *Sim) repower(i int) {
 // dynPower is the utilisation-linear power of cpu millicores in use and gpu
 // milli allocated on machine i.
 func (s *Sim) dynPower(i int, cpu, gpu float64) float64 {
-	m := &s.c.Machines[i]
+	return s.ld.wattsPerCPU[i]*cpu + s.ld.wattsPerGPU[i]*gpu
+}
+
+// dynCoefficients splits machine i's dynamic power range into a host part,
+// linear in CPU in use, and a GPU part, linear in GPU allocated: watts per
+// millicore and per milli-GPU.
+func dynCoefficients(m *Machine) (perCPU, perGPU float64) {
 	hostIdle, hostPeak := machinePower(m.CPU, 0, "")
 	hostDyn := hostPeak - hostIdle
 	gpuDyn := (m.PeakW - m.IdleW) - hostDyn
 	if gpuDyn < 0 { // custom machines with their own envelope
 		hostDyn, gpuDyn = m.PeakW-m.IdleW, 0
 	}
-	p := hostDyn * cpu / float64(m.CPU)
+	perCPU = hostDyn / float64(m.CPU)
 	if m.GPUs > 0 {
-		p += gpuDyn * gpu / float64(m.GPUs*MilliGPU)
+		perGPU = gpuDyn / float64(m.GPUs*MilliGPU)
 	}
-	return p
+	return perCPU, perGPU
 }
 
 // place allocates machine i (GPU gpu for share jobs) to job id and runs it

@@ -91,6 +91,8 @@ type loads struct {
 	barrierPower []float64 // W per machine as the rack barrier counts it
 	rackV        []float64 // scratch: rack terms of the field
 	alarmVer     []uint32  // version of each machine's memory alarm
+	wattsPerCPU  []float64 // dynamic power per millicore in use
+	wattsPerGPU  []float64 // dynamic power per milli-GPU allocated
 }
 
 func newLoads(c *Cluster) loads {
@@ -100,6 +102,10 @@ func newLoads(c *Cluster) loads {
 		memSat: make([]float64, n), memGrowReq: make([]float64, n), alarmVer: make([]uint32, n),
 		rackTraffic: make([]float64, r), rackPower: make([]float64, r), rackV: make([]float64, r),
 		power: make([]float64, n), barrierPower: make([]float64, n),
+		wattsPerCPU: make([]float64, n), wattsPerGPU: make([]float64, n),
+	}
+	for i := range c.Machines {
+		l.wattsPerCPU[i], l.wattsPerGPU[i] = dynCoefficients(&c.Machines[i])
 	}
 	return l
 }
