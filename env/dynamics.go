@@ -193,7 +193,11 @@ func (s *Sim) barrierOK(i int, mem, cpu, gpu float64) bool {
 		return true
 	}
 	a := s.teg.Alpha
-	if mem > a*s.memHeadroom(i) {
+	// The rate condition Δh <= α·h keeps a machine from being filled in one
+	// step; an empty machine has nobody to protect, so there the barrier
+	// only asks h(t+1) >= 0 (else a job above α of a machine's memory could
+	// never run anywhere).
+	if h := s.memHeadroom(i); mem > a*h && (s.state.Jobs(i) > 0 || mem > h) {
 		return false
 	}
 	m := &s.c.Machines[i]

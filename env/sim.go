@@ -514,6 +514,9 @@ func (s *Sim) feasibleAnywhere(j *Job) bool {
 		if req.GPUs > 0 && !s.state.ModelOK(i, &req) {
 			continue
 		}
+		if s.teg.Safety && float64(req.Mem)*(memStartMax+s.teg.Horizon*s.teg.GrowthMax) > float64(m.Mem) {
+			continue // the barrier refuses it even on this machine empty
+		}
 		return true
 	}
 	return false

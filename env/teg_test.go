@@ -1186,7 +1186,6 @@ func TestAffinityNaN(t *testing.T) {
 // empty machine any request above 0.5/0.7 = 71.4% of its memory is refused
 // for ever: the job is neither placed nor rejected and starves.
 func TestSafetyBigJobPlaceable(t *testing.T) {
-	t.Skip("bug: barrierOK (dynamics.go) refuses any job whose request exceeds α/(memStartMax+H·GrowthMax) ≈ 71% of the largest machine's memory, even on an empty machine; arrive (sim.go) does not reject it, so it waits for ever")
 	c := tegCluster(t, []Rack{{Name: "r0"}}, newMachine("m0", 8000, 16384, 0, "", 0))
 	s := tegSim(t, c, []Job{batch(1000, 13107, 100)}, &Kube{}, tegFixed(), 1) // 80% of the memory
 	for k := 0; k < 100 && !s.Done(); k++ {
