@@ -1,0 +1,121 @@
+package gnn
+
+import (
+	"fmt"
+	"math/rand/v2"
+
+	"github.com/tegrl/tegrl/nn"
+)
+
+// Conv is a convolution over one relation: it returns, for every
+// destination node, the term the relation contributes to its new features.
+type Conv[T nn.Float] interface {
+	Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T]
+}
+
+// ConvKind selects the convolution a [HeteroConv] uses for a relation.
+type ConvKind int
+
+// Convolution kinds.
+const (
+	ConvNone     ConvKind = iota // the relation is not used
+	ConvSAGE                     // SAGE, mean aggregation
+	ConvEdgeMax                  // EdgeConv with edge features, max aggregation
+	ConvEdgeMean                 // EdgeConv with edge features, mean aggregation
+)
+
+var convKindNames = [...]string{"none", "sage", "edge_max", "edge_mean"}
+
+func (k ConvKind) String() string {
+	if k >= 0 && int(k) < len(convKindNames) {
+		return convKindNames[k]
+	}
+	return fmt.Sprintf("conv(%d)", int(k))
+}
+
+// MarshalText and UnmarshalText let a ConvKind appear by name in JSON
+// configurations (stored with saved encoders).
+func (k ConvKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText parses a name written by MarshalText.
+func (k *ConvKind) UnmarshalText(b []byte) error {
+	for i, n := range convKindNames {
+		if n == string(b) {
+			*k = ConvKind(i)
+			return nil
+		}
+	}
+	return fmt.Errorf("gnn: unknown convolution kind %q", b)
+}
+
+// HeteroConv is a heterogeneous graph convolution: one convolution per
+// relation into each destination type, their results summed, plus a root
+// term per destination type:
+//
+//	h_t' = W_t·h_i + b_t + Σ_{r: dst(r)=t} conv_r(h_src(r), h_t)
+//
+// With SAGE convolutions this is exactly the sum of per-relation SAGE
+// layers (each with its own root weight and bias): the sum of the root
+// terms Σ_r W_root^r·h_i + b^r is one linear map, W_t = Σ_r W_root^r, so
+// storing it once is the same model with one product per type instead of
+// one per relation. A type that no relation points into keeps its root
+// term, so every type gets new features. Relations whose Conv is nil are
+// skipped.
+type HeteroConv[T nn.Float] struct {
+	Root [NumNodeTypes]*nn.Linear[T]
+	Conv [NumRelations]Conv[T]
+}
+
+// NewHeteroConv registers a heterogeneous convolution from per-type input
+// widths in to out-wide rows of every type. edgeDim gives each relation's
+// edge feature width; edgeSizes the EdgeConv MLP's layer widths after its
+// input (the last must be out); act the activation between MLP layers.
+// EdgeConv relations need equal source and destination widths.
+func NewHeteroConv[T nn.Float](ps *nn.Params[T], name string, in [NumNodeTypes]int, out int, kinds [NumRelations]ConvKind,
+	edgeDim [NumRelations]int, edgeSizes []int, act nn.Activation, rng *rand.Rand) *HeteroConv[T] {
+	h := new(HeteroConv[T])
+	for t := NodeType(0); t < NumNodeTypes; t++ {
+		h.Root[t] = nn.NewLinear(ps, name+".root."+t.String(), in[t], out, rng)
+	}
+	for r := Relation(0); r < NumRelations; r++ {
+		rn := name + "." + r.String()
+		s, d := in[r.Src()], in[r.Dst()]
+		switch kinds[r] {
+		case ConvNone:
+		case ConvSAGE:
+			h.Conv[r] = newSAGEMessages(ps, rn, s, out, rng)
+		case ConvEdgeMax, ConvEdgeMean:
+			if s != d {
+				panic(fmt.Sprintf("gnn: NewHeteroConv: EdgeConv on %s needs equal widths, have %d and %d", r, s, d))
+			}
+			if n := len(edgeSizes); n == 0 || edgeSizes[n-1] != out {
+				panic(fmt.Sprintf("gnn: NewHeteroConv: EdgeConv sizes %v must end with %d", edgeSizes, out))
+			}
+			agg := AggMax
+			if kinds[r] == ConvEdgeMean {
+				agg = AggMean
+			}
+			h.Conv[r] = NewEdgeConv(ps, rn, s, edgeDim[r], edgeSizes, act, agg, rng)
+		default:
+			panic(fmt.Sprintf("gnn: NewHeteroConv: %s: unknown kind %v", r, kinds[r]))
+		}
+	}
+	return h
+}
+
+// Forward returns the new features of every node type given the current
+// ones, x[t] of shape [b's nodes of type t, in[t]].
+func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b *Batch[T]) [NumNodeTypes]*nn.Tensor[T] {
+	var out [NumNodeTypes]*nn.Tensor[T]
+	for t := range out {
+		out[t] = h.Root[t].Forward(tp, x[t])
+	}
+	for r := Relation(0); r < NumRelations; r++ {
+		if h.Conv[r] == nil {
+			continue
+		}
+		d := r.Dst()
+		out[d] = tp.Add(out[d], h.Conv[r].Messages(tp, x[r.Src()], x[d], &b.Rel[r]))
+	}
+	return out
+}
