@@ -1,6 +1,10 @@
 package gnn
 
-import "github.com/tegrl/tegrl/nn"
+import (
+	"fmt"
+
+	"github.com/tegrl/tegrl/nn"
+)
 
 // Edges is one relation of a [Batch]: the adjacency together with the
 // per-edge tensors layers use.
@@ -26,7 +30,7 @@ func (e *Edges[T]) NumDst() int { return e.Adj.NumDst() }
 // Load points e at adj and computes its tensors, reusing e's buffers.
 func (e *Edges[T]) Load(adj *CSR, numSrc int) {
 	e.Adj, e.NumSrc, e.msgOK = adj, numSrc, false
-	e.Feat = setTensor(e.Feat, adj.Feat, adj.Len(), adj.FeatDim)
+	e.Feat = setTensor(e.Feat, adj.Feat, adj.Len(), adj.FeatDim, -1)
 	e.InvDeg = grow(e.InvDeg, adj.Len())
 	for i := 0; i < adj.NumDst(); i++ {
 		lo, hi := adj.Ptr[i], adj.Ptr[i+1]
@@ -81,10 +85,10 @@ type Batch[T nn.Float] struct {
 func (b *Batch[T]) Load(g *Graph) {
 	b.Graph = g
 	for t := range b.X {
-		b.X[t] = setTensor(b.X[t], g.Feat[t], g.Nodes[t], g.FeatDim[t])
+		b.X[t] = setTensor(b.X[t], g.Feat[t], g.Nodes[t], g.FeatDim[t], -1)
 	}
 	b.History = setTensor(b.History, g.History, g.Nodes[Machine], g.HistoryLen, g.HistoryChannels)
-	b.Global = setTensor(b.Global, g.Global, 1, len(g.Global))
+	b.Global = setTensor(b.Global, g.Global, 1, len(g.Global), -1)
 	for r := Relation(0); r < NumRelations; r++ {
 		b.Rel[r].Load(&g.Adj[r], g.Nodes[r.Src()])
 	}
@@ -98,13 +102,20 @@ func NewBatch[T nn.Float](g *Graph) *Batch[T] {
 }
 
 // setTensor fills t (allocated when nil) with src converted to T and the
-// given shape, reusing t's storage.
-func setTensor[T nn.Float](t *nn.Tensor[T], src []float32, shape ...int) *nn.Tensor[T] {
+// shape [d0, d1] (d2 < 0) or [d0, d1, d2], reusing t's storage. The
+// dimensions are not variadic so that reusing a tensor does not allocate.
+func setTensor[T nn.Float](t *nn.Tensor[T], src []float32, d0, d1, d2 int) *nn.Tensor[T] {
 	if t == nil {
-		return nn.NewTensor(convert[T](nil, src), shape...)
+		t = new(nn.Tensor[T])
 	}
 	t.Data = convert(t.Data, src)
-	t.Shape = append(t.Shape[:0], shape...)
+	t.Shape = append(t.Shape[:0], d0, d1)
+	if d2 >= 0 {
+		t.Shape = append(t.Shape, d2)
+	}
+	if len(t.Data) != d0*d1*max(d2, 1) {
+		panic(fmt.Sprintf("gnn: %d values for shape %v", len(t.Data), t.Shape))
+	}
 	return t
 }
 

@@ -43,7 +43,7 @@ func (be *benchEncoder) step() {
 	tp := be.tp
 	loss := tp.SumAll(emb.Graph)
 	for _, x := range emb.Node {
-		loss = tp.Add(loss, tp.MeanAll(x))
+		loss = tp.Add(loss, tp.SumAll(x))
 	}
 	be.enc.Params.ZeroGrad()
 	tp.Backward(loss)

@@ -45,6 +45,12 @@ type EdgeConv[T nn.Float] struct {
 	In      int        // node feature width
 	EdgeDim int        // edge feature width
 	Agg     Aggregation
+
+	// bias is the first layer's bias as a [1, out] row (for the stacked
+	// SpMM operand): a view sharing Data and Grad with MLP.Layers[0].B,
+	// so gradients land in the registered parameter. It is re-made if the
+	// parameter's buffers are replaced.
+	bias *nn.Tensor[T]
 }
 
 // NewEdgeConv registers an MLP with layer widths
@@ -86,7 +92,7 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 	if l.EdgeDim > 0 {
 		z = tp.Concat(z, tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim), 0)
 	}
-	z = tp.Concat(z, tp.Reshape(first.B, 1, hid), 0)
+	z = tp.Concat(z, l.biasRow(first.B, hid), 0)
 	ptr, idx, w := e.messageRows()
 	m := tp.SpMM(ptr, idx, w, z)
 	for _, layer := range l.MLP.Layers[1:] {
@@ -96,6 +102,16 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 		return tp.SegmentMean(m, adj.Dst, adj.NumDst())
 	}
 	return tp.SegmentMax(m, adj.Dst, adj.NumDst())
+}
+
+func (l *EdgeConv[T]) biasRow(b *nn.Tensor[T], n int) *nn.Tensor[T] {
+	v := l.bias
+	if v == nil || len(v.Data) != n || &v.Data[0] != &b.Data[0] || len(b.Grad) != n || &v.Grad[0] != &b.Grad[0] {
+		v = &nn.Tensor[T]{Data: b.Data, Grad: b.Grad, Shape: []int{1, n}}
+		l.bias = v
+	}
+	v.RequiresGrad = b.RequiresGrad
+	return v
 }
 
 // Messages is Forward: an edge convolution has no separate root term.

@@ -103,7 +103,7 @@ type Encoder[T nn.Float] struct {
 	Layers   []*HeteroConv[T]
 	Readout  *nn.Linear[T]
 
-	pool Pool[T]
+	pool [NumNodeTypes]Pool[T]
 }
 
 // Embeddings are an encoder's outputs, tape-owned (valid until the tape's
@@ -180,7 +180,7 @@ func (e *Encoder[T]) Forward(tp *nn.Tape[T], b *Batch[T]) Embeddings[T] {
 	}
 	g := b.Global
 	for t := NumNodeTypes - 1; t >= 0; t-- {
-		g = tp.Concat(e.pool.Forward(tp, x[t]), g, 1)
+		g = tp.Concat(e.pool[t].Forward(tp, x[t]), g, 1)
 	}
 	return Embeddings[T]{Node: x, Graph: e.Readout.Forward(tp, g)}
 }

@@ -1,0 +1,156 @@
+package gnn
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/tegrl/tegrl/nn"
+)
+
+func smallGraph(t testing.TB, seed uint64) *Graph {
+	t.Helper()
+	cfg := DefaultSyntheticConfig(40, seed)
+	cfg.JobsPerMachine = 2
+	g, err := Synthetic(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func TestEncoderSaveLoad(t *testing.T) {
+	g := smallGraph(t, 1)
+	cfg := DefaultEncoderConfig(g.Dims())
+	cfg.EdgeHidden = 8
+	enc, err := NewEncoder[float32](cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := enc.Save(&buf, map[string]string{"run": "test"}); err != nil {
+		t.Fatal(err)
+	}
+	back, meta, err := LoadEncoder[float32](bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta["run"] != "test" || back.Config != enc.Config {
+		t.Fatalf("metadata %v, config %+v; want run=test and %+v", meta, back.Config, enc.Config)
+	}
+	b := NewBatch[float32](g)
+	e1 := enc.Forward(nn.NewTape[float32](), b)
+	e2 := back.Forward(nn.NewTape[float32](), b)
+	for ty := range e1.Node {
+		if !equalData(e1.Node[ty].Data, e2.Node[ty].Data) {
+			t.Errorf("%s embeddings differ after a save/load round trip", NodeType(ty))
+		}
+	}
+	if !equalData(e1.Graph.Data, e2.Graph.Data) {
+		t.Error("graph embedding differs after a save/load round trip")
+	}
+	// A file written for other widths is refused by the encoder built from it.
+	if err := back.Check(NewBatch[float32](mustSynthetic(t, 5, SyntheticDims))); err != nil {
+		t.Errorf("same widths refused: %v", err)
+	}
+	d := SyntheticDims
+	d.Feat[Job]++
+	d.Edge[RunsOnMachine]++
+	if err := back.Check(NewBatch[float32](mustSynthetic(t, 5, d))); err == nil || !strings.Contains(err.Error(), "encoder built for") {
+		t.Errorf("other widths: %v, want a refusal", err)
+	}
+	if _, _, err := LoadEncoder[float32](bytes.NewReader(buf.Bytes()[:buf.Len()-4])); err == nil {
+		t.Error("truncated file accepted")
+	}
+}
+
+func mustSynthetic(t testing.TB, n int, d Dims) *Graph {
+	cfg := DefaultSyntheticConfig(n, 9)
+	cfg.Dims = d
+	g, err := Synthetic(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func equalData[T nn.Float](a, b []T) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestEncoderFloat32MatchesFloat64 runs the same weights in both types.
+func TestEncoderFloat32MatchesFloat64(t *testing.T) {
+	g := smallGraph(t, 2)
+	cfg := DefaultEncoderConfig(g.Dims())
+	e32, err := NewEncoder[float32](cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e64, _ := NewEncoder[float64](cfg, 5)
+	o32 := e32.Forward(nn.NewTape[float32](), NewBatch[float32](g))
+	o64 := e64.Forward(nn.NewTape[float64](), NewBatch[float64](g))
+	worst := 0.0
+	for ty := range o32.Node {
+		for i, v := range o64.Node[ty].Data {
+			worst = max(worst, math.Abs(float64(o32.Node[ty].Data[i])-v)/max(1, math.Abs(v)))
+		}
+	}
+	if worst > 1e-4 {
+		t.Errorf("float32 and float64 embeddings differ by %.3g (relative)", worst)
+	}
+}
+
+// TestEncoderEmptyTypes runs the encoder on graphs without GPUs or jobs.
+func TestEncoderEmptyTypes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	d := SyntheticDims
+	enc, err := NewEncoder[float64](DefaultEncoderConfig(d), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nodes := range [][NumNodeTypes]int{{3, 0, 0}, {1, 0, 2}, {0, 0, 0}} {
+		g := randGraph(rng, nodes, d)
+		emb := enc.Forward(nn.NewTape[float64](), NewBatch[float64](g))
+		for _, v := range emb.Graph.Data {
+			if math.IsNaN(v) {
+				t.Fatalf("nodes %v: NaN graph embedding", nodes)
+			}
+		}
+	}
+}
+
+// TestEncoderAllocs checks that a warm forward and backward pass on a
+// graph of unchanged size allocates (almost) nothing. The model is small
+// enough that gonum's matrix products stay serial: larger ones start a
+// goroutine per 64×64 block of the result, which allocates. The one
+// allowed allocation is nn's Reshape (in the temporal encoder), whose
+// shape argument escapes.
+func TestEncoderAllocs(t *testing.T) {
+	cfg := DefaultSyntheticConfig(5, 3)
+	cfg.JobsPerMachine = 2
+	cfg.Dims.Global = 0
+	g, err := Synthetic(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ecfg := DefaultEncoderConfig(g.Dims())
+	ecfg.Hidden = 8
+	be := newBenchEncoder(t, g)
+	if be.enc, err = NewEncoder[float32](ecfg, 1); err != nil {
+		t.Fatal(err)
+	}
+	be.step()
+	if a := testing.AllocsPerRun(20, be.step); a > 1 {
+		t.Errorf("%v allocations per forward+backward, want at most 1", a)
+	}
+}
