@@ -138,7 +138,7 @@ func BenchmarkTick(b *testing.B) {
 // Langevin governor on a busy cluster: its cost must not grow with the
 // number of machines.
 func BenchmarkLangevinDecide(b *testing.B) {
-	for _, n := range []int{1000, 100000} {
+	for _, n := range []int{1000, 10000, 100000} {
 		b.Run(fmt.Sprintf("machines=%d", n), func(b *testing.B) {
 			sim := warmSim(b, n, 0.7, "langevin")
 			sched := &Langevin{}

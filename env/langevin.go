@@ -95,7 +95,12 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 	s.fragTmp = tmp
 	cpu := s.state.FreeCPU[i]
 	model := s.state.Model(i)
-	here := tw.NodeFrag(cpu, model, tmp)
+	// F_i(M) now is cached per machine version (the fragmentation metric
+	// keeps it); refreshing it here changes no result, only when it is done.
+	if s.fragVer[i] != s.state.Ver[i] {
+		s.refreshFrag(i)
+	}
+	here := s.nodeFrag[i]
 	if rec.state == running && rec.alloc.Machine == i {
 		for mask, k := rec.alloc.GPUMask, 0; mask != 0; mask, k = mask>>1, k+1 {
 			if mask&1 != 0 {

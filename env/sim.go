@@ -3,6 +3,7 @@ package env
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 )
@@ -145,6 +146,49 @@ func timedLess(a, b timed) bool {
 // onMachCap is the preallocated capacity of each machine's job list.
 const onMachCap = 32
 
+// pushJob appends a running job to machine i's list, moving the list to a
+// block twice as large when it is full.
+func (s *Sim) pushJob(i int, id int32) {
+	l := s.onMach[i]
+	if len(l) == cap(l) {
+		nb := s.takeBlock(2 * cap(l))
+		copy(nb, l)
+		s.freeBlock(l)
+		l = nb[:len(l)]
+	}
+	s.onMach[i] = append(l, id)
+}
+
+// dropJob removes a job from machine i's list, keeping the order, and
+// moves a list that became a quarter full back to a smaller block.
+func (s *Sim) dropJob(i int, id int32) {
+	l := s.onMach[i]
+	k := slices.Index(l, id)
+	l = append(l[:k], l[k+1:]...)
+	if c := cap(l); c > onMachCap && len(l) <= c/4 {
+		nb := s.takeBlock(c / 2)
+		copy(nb, l)
+		s.freeBlock(l)
+		l = nb[:len(l)]
+	}
+	s.onMach[i] = l
+}
+
+func (s *Sim) takeBlock(n int) []int32 {
+	c := bits.Len(uint(n)) - 1
+	if k := len(s.blocks[c]); k > 0 {
+		b := s.blocks[c][k-1]
+		s.blocks[c] = s.blocks[c][:k-1]
+		return b[:n]
+	}
+	return make([]int32, n)
+}
+
+func (s *Sim) freeBlock(b []int32) {
+	c := bits.Len(uint(cap(b))) - 1
+	s.blocks[c] = append(s.blocks[c], b[:cap(b)])
+}
+
 // Sim is a deterministic cluster simulation: a pure state machine advanced
 // by Step. It has no goroutines, wall clock or I/O; the same cluster,
 // workload, scheduler and config give the same run.
@@ -180,10 +224,12 @@ type Sim struct {
 	events   minHeap[event]
 	nrunning int
 	onMach   [][]int32 // running job IDs per machine
-	// onMachBuf backs the first onMachCap entries of every onMach list, so
+	// onMachBuf backs the first onMachCap entries of every onMach list;
+	// longer lists live in power-of-two blocks recycled through blocks, so
 	// that steady-state placements and moves do not allocate.
 	onMachBuf []int32
-	migr      []int32 // migratable running jobs (Langevin agents)
+	blocks    [32][][]int32 // free blocks by log2 of their capacity
+	migr      []int32       // migratable running jobs (Langevin agents)
 
 	obs      Observation
 	view     TEGView
@@ -637,7 +683,7 @@ func (s *Sim) place(id, i, gpu int, fresh bool) error {
 		r.mark = s.now
 	}
 	s.nrunning++
-	s.onMach[i] = append(s.onMach[i], int32(id))
+	s.pushJob(i, int32(id))
 	if j.Migratable {
 		r.migrIdx = int32(len(s.migr))
 		s.migr = append(s.migr, int32(id))
@@ -667,9 +713,7 @@ func (s *Sim) unplace(id int) {
 	r := &s.jobs[id]
 	j := &s.w.Jobs[id]
 	i := r.alloc.Machine
-	list := s.onMach[i]
-	k := slices.Index(list, int32(id))
-	s.onMach[i] = append(list[:k], list[k+1:]...)
+	s.dropJob(i, int32(id))
 	s.addUsage(id, i, -1)
 	s.state.release(r.alloc)
 	s.repower(i)
