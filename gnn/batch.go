@@ -16,12 +16,9 @@ type Edges[T nn.Float] struct {
 	// mean aggregation, computed once per batch and shared by all layers.
 	InvDeg []T
 
-	// The sparse matrix of EdgeConv's first layer (see EdgeConv.Forward),
-	// built on first use after Load.
-	msgOK  bool
-	msgPtr []int
-	msgIdx []int
-	msgW   []T
+	// The sparse matrices of EdgeConv (see sparseRows), built on first
+	// use after Load.
+	rows [numRowKinds]sparseRows[T]
 }
 
 // NumDst returns the number of destination nodes.
@@ -29,7 +26,10 @@ func (e *Edges[T]) NumDst() int { return e.Adj.NumDst() }
 
 // Load points e at adj and computes its tensors, reusing e's buffers.
 func (e *Edges[T]) Load(adj *CSR, numSrc int) {
-	e.Adj, e.NumSrc, e.msgOK = adj, numSrc, false
+	e.Adj, e.NumSrc = adj, numSrc
+	for k := range e.rows {
+		e.rows[k].ok = false
+	}
 	e.Feat = setTensor(e.Feat, adj.Feat, adj.Len(), adj.FeatDim, -1)
 	e.InvDeg = grow(e.InvDeg, adj.Len())
 	for i := 0; i < adj.NumDst(); i++ {
@@ -41,32 +41,81 @@ func (e *Edges[T]) Load(adj *CSR, numSrc int) {
 	}
 }
 
-// messageRows returns the CSR matrix whose product with the stacked rows
-// [p (destinations); q (sources); W_3 (edge features); b] gives EdgeConv's
-// first-layer output per edge: row e has weight 1 at Dst[e], NumDst+Src[e]
-// and the bias row, and the edge's features at the W_3 rows.
-func (e *Edges[T]) messageRows() (ptr, idx []int, w []T) {
-	if e.msgOK {
-		return e.msgPtr, e.msgIdx, e.msgW
+// rowKind names a sparse matrix that EdgeConv multiplies with the stacked
+// rows z = [p (destinations); q (sources); W_3 (edge features); b].
+type rowKind int
+
+const (
+	// rowsEdge: one row per edge: p_i + q_j + W_3·e_ij + b.
+	rowsEdge rowKind = iota
+	// rowsEdgeTail: one row per edge: q_j + W_3·e_ij.
+	rowsEdgeTail
+	// rowsHead: one row per destination: p_i + b if it has in-edges, else
+	// nothing.
+	rowsHead
+	// rowsMean: one row per destination: p_i + b + the mean over its
+	// in-edges of q_j + W_3·e_ij, or nothing without in-edges.
+	rowsMean
+	numRowKinds
+)
+
+// sparseRows is a CSR matrix (row pointer, column indices, weights).
+type sparseRows[T nn.Float] struct {
+	ok  bool
+	ptr []int
+	idx []int
+	w   []T
+}
+
+func (s *sparseRows[T]) add(col int, w T) {
+	s.idx = append(s.idx, col)
+	s.w = append(s.w, w)
+}
+
+// sparse returns the matrix of kind k for e, building it on first use.
+func (e *Edges[T]) sparse(k rowKind) (ptr, idx []int, w []T) {
+	s := &e.rows[k]
+	if s.ok {
+		return s.ptr, s.idx, s.w
 	}
 	adj := e.Adj
-	nd, ns, fd, ne := adj.NumDst(), e.NumSrc, adj.FeatDim, adj.Len()
-	stride := 3 + fd
-	e.msgPtr, e.msgIdx, e.msgW = grow(e.msgPtr, ne+1), grow(e.msgIdx, ne*stride), grow(e.msgW, ne*stride)
-	for k := 0; k <= ne; k++ {
-		e.msgPtr[k] = k * stride
-	}
-	for k := 0; k < ne; k++ {
-		idx, w := e.msgIdx[k*stride:(k+1)*stride], e.msgW[k*stride:(k+1)*stride]
-		idx[0], w[0] = adj.Dst[k], 1
-		idx[1], w[1] = nd+adj.Src[k], 1
-		for f := 0; f < fd; f++ {
-			idx[2+f], w[2+f] = nd+ns+f, T(adj.Feat[k*fd+f])
+	nd, ns, fd := adj.NumDst(), e.NumSrc, adj.FeatDim
+	bias := nd + ns + fd // z's row of b
+	s.ptr, s.idx, s.w = append(s.ptr[:0], 0), s.idx[:0], s.w[:0]
+	edge := func(k int, scale T, head bool) {
+		if head {
+			s.add(adj.Dst[k], 1)
 		}
-		idx[2+fd], w[2+fd] = nd+ns+fd, 1
+		s.add(nd+adj.Src[k], scale)
+		for f := 0; f < fd; f++ {
+			s.add(nd+ns+f, scale*T(adj.Feat[k*fd+f]))
+		}
+		if head {
+			s.add(bias, 1)
+		}
 	}
-	e.msgOK = true
-	return e.msgPtr, e.msgIdx, e.msgW
+	switch k {
+	case rowsEdge, rowsEdgeTail:
+		for k2 := range adj.Src {
+			edge(k2, 1, k == rowsEdge)
+			s.ptr = append(s.ptr, len(s.idx))
+		}
+	case rowsHead, rowsMean:
+		for i := 0; i < nd; i++ {
+			if lo, hi := adj.Ptr[i], adj.Ptr[i+1]; hi > lo {
+				s.add(i, 1)
+				if k == rowsMean {
+					for k2 := lo; k2 < hi; k2++ {
+						edge(k2, e.InvDeg[k2], false)
+					}
+				}
+				s.add(bias, 1)
+			}
+			s.ptr = append(s.ptr, len(s.idx))
+		}
+	}
+	s.ok = true
+	return s.ptr, s.idx, s.w
 }
 
 // Batch is a [Graph] converted to the tensors a model reads, in the

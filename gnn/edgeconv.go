@@ -82,9 +82,9 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 	p := tp.MatMul(xDst, tp.Sub(w1, w2), false, false) // (W_1 − W_2)·x_i per destination
 	q := tp.MatMul(xSrc, w2, false, false)             // W_2·x_j per source
 	// Every edge's first-layer output p_i + q_j + W_3·e_ij + b is one row
-	// of a sparse product with the stacked rows [p; q; W_3; b]: an edge's
-	// row has weight 1 on p_i, q_j and b and the edge's features on W_3's
-	// rows. One SpMM pass gathers and adds it all, without E-row
+	// of a sparse product with the stacked rows z = [p; q; W_3; b]: an
+	// edge's row has weight 1 on p_i, q_j and b and the edge's features on
+	// W_3's rows. One SpMM pass gathers and adds it all, without edge-sized
 	// intermediates for the two gathers, the edge-feature product (whose
 	// inner dimension of a few features the BLAS handles poorly) and the
 	// bias.
@@ -93,7 +93,23 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 		z = tp.Concat(z, tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim), 0)
 	}
 	z = tp.Concat(z, l.biasRow(first.B, hid), 0)
-	ptr, idx, w := e.messageRows()
+	if len(l.MLP.Layers) == 1 {
+		// With one linear layer, p_i + b is the same in all of node i's
+		// messages, so it leaves the aggregation: max_j(p_i + b + u_ij) =
+		// p_i + b + max_j u_ij with u_ij = q_j + W_3·e_ij, and likewise for
+		// the mean. The mean is then linear in z: one SpMM whose row i
+		// holds p_i, b and every edge's terms divided by the degree. The
+		// max needs the u_ij per edge, but two rows fewer of each.
+		if l.Agg == AggMean {
+			ptr, idx, w := e.sparse(rowsMean)
+			return tp.SpMM(ptr, idx, w, z)
+		}
+		ptr, idx, w := e.sparse(rowsEdgeTail)
+		u := tp.SegmentMax(tp.SpMM(ptr, idx, w, z), adj.Dst, adj.NumDst())
+		ptr, idx, w = e.sparse(rowsHead)
+		return tp.Add(u, tp.SpMM(ptr, idx, w, z))
+	}
+	ptr, idx, w := e.sparse(rowsEdge)
 	m := tp.SpMM(ptr, idx, w, z)
 	for _, layer := range l.MLP.Layers[1:] {
 		m = layer.Forward(tp, tp.Activate(m, l.MLP.Act))

@@ -69,39 +69,41 @@ func TestEdgeConvMatchesMLP(t *testing.T) {
 		n, in, fd := 6, 3, 2
 		e := relationCase(rng, n, n, fd)
 		ps := nn.NewParams[float64]()
-		l := NewEdgeConv(ps, "edge", in, fd, []int{4, 3}, nn.ActReLU, agg, rng)
-		for _, p := range params(ps) {
-			randomise(rng, p)
-		}
-		x := randTensor(rng, n, in)
-		tp := nn.NewTape[float64]()
-		got := l.Forward(tp, x, x, e)
-		adj := e.Adj
-		for i := 0; i < n; i++ {
-			want := make([]float64, 3)
-			for e := adj.Ptr[i]; e < adj.Ptr[i+1]; e++ {
-				row := make([]float64, 0, 2*in+fd)
-				xi, xj := x.Data[i*in:(i+1)*in], x.Data[adj.Src[e]*in:(adj.Src[e]+1)*in]
-				row = append(row, xi...)
-				for k := range xj {
-					row = append(row, xj[k]-xi[k])
-				}
-				for _, f := range adj.EdgeFeat(e) {
-					row = append(row, float64(f))
-				}
-				m := l.MLP.Forward(tp, nn.NewTensor(row, 1, len(row)))
-				for k, v := range m.Data {
-					switch {
-					case agg == AggMean:
-						want[k] += v / float64(adj.Degree(i))
-					case e == adj.Ptr[i] || v > want[k]:
-						want[k] = v
+		for _, sizes := range [][]int{{3}, {4, 3}} {
+			l := NewEdgeConv(ps, fmt.Sprint("edge", sizes), in, fd, sizes, nn.ActReLU, agg, rng)
+			for _, p := range params(ps) {
+				randomise(rng, p)
+			}
+			x := randTensor(rng, n, in)
+			tp := nn.NewTape[float64]()
+			got := l.Forward(tp, x, x, e)
+			adj := e.Adj
+			for i := 0; i < n; i++ {
+				want := make([]float64, 3)
+				for e := adj.Ptr[i]; e < adj.Ptr[i+1]; e++ {
+					row := make([]float64, 0, 2*in+fd)
+					xi, xj := x.Data[i*in:(i+1)*in], x.Data[adj.Src[e]*in:(adj.Src[e]+1)*in]
+					row = append(row, xi...)
+					for k := range xj {
+						row = append(row, xj[k]-xi[k])
+					}
+					for _, f := range adj.EdgeFeat(e) {
+						row = append(row, float64(f))
+					}
+					m := l.MLP.Forward(tp, nn.NewTensor(row, 1, len(row)))
+					for k, v := range m.Data {
+						switch {
+						case agg == AggMean:
+							want[k] += v / float64(adj.Degree(i))
+						case e == adj.Ptr[i] || v > want[k]:
+							want[k] = v
+						}
 					}
 				}
-			}
-			for k := range want {
-				if g := got.Data[i*3+k]; math.Abs(g-want[k]) > 1e-12 {
-					t.Errorf("agg=%v node %d output %d: %v, definition gives %v", agg, i, k, g, want[k])
+				for k := range want {
+					if g := got.Data[i*3+k]; math.Abs(g-want[k]) > 1e-12 {
+						t.Errorf("agg=%v mlp=%v node %d output %d: %v, definition gives %v", agg, sizes, i, k, g, want[k])
+					}
 				}
 			}
 		}
