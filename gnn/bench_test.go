@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/nn"
 )
 
@@ -92,6 +93,84 @@ func BenchmarkEncoderForwardBackward(b *testing.B) {
 				be.step()
 			}
 			reportPerNode(b, g)
+		})
+	}
+}
+
+// envObservation steps a simulation of env's synthetic cluster of n
+// machines for an hour of simulated time (360 ticks, the workload at its
+// default load) and observes it with a pending job.
+func envObservation(b *testing.B, n int) *env.Tensors {
+	sim, w := envSim(b, n, 1, -1)
+	var ts env.Tensors
+	sim.Observe(&ts, nil) // start the load history
+	for range 360 {
+		sim.Step()
+	}
+	sim.Observe(&ts, &w.Jobs[len(w.Jobs)-1])
+	return &ts
+}
+
+// BenchmarkEncoderForwardEnv is BenchmarkEncoderForward on a graph built
+// from env observations of its synthetic cluster.
+func BenchmarkEncoderForwardEnv(b *testing.B) {
+	for _, m := range []int{1523} {
+		b.Run(fmt.Sprintf("machines=%d", m), func(b *testing.B) {
+			g, err := Build(envObservation(b, m))
+			if err != nil {
+				b.Fatal(err)
+			}
+			be := newBenchEncoder(b, g)
+			be.forward()
+			b.ReportAllocs()
+			for b.Loop() {
+				be.forward()
+			}
+			reportPerNode(b, g)
+		})
+	}
+}
+
+// BenchmarkBuilderUpdate measures keeping a graph current: an Update
+// after a tick of the simulation (runs-on relations changed, hardware
+// relations compared) and, for reference, a build from scratch.
+func BenchmarkBuilderUpdate(b *testing.B) {
+	for _, m := range []int{1523} {
+		ts := envObservation(b, m)
+		b.Run(fmt.Sprintf("kind=incremental/machines=%d", m), func(b *testing.B) {
+			inc := NewBuilder()
+			if _, err := inc.Update(ts); err != nil {
+				b.Fatal(err)
+			}
+			// Alternate between two job layouts so that every Update sees
+			// changed runs-on relations, as after a tick.
+			alt := &ts.Edges[env.RelRunsOnMachine]
+			alt2 := env.Edges{Src: append([]int32(nil), alt.Src...), Dst: append([]int32(nil), alt.Dst...), Feat: append([]float32(nil), alt.Feat...)}
+			if len(alt2.Dst) > 0 {
+				alt2.Dst[0] = (alt2.Dst[0] + 1) % int32(ts.Machines)
+			}
+			orig := *alt
+			b.ReportAllocs()
+			k := 0
+			for b.Loop() {
+				if k++; k%2 == 0 {
+					*alt = alt2
+				} else {
+					*alt = orig
+				}
+				if _, err := inc.Update(ts); err != nil {
+					b.Fatal(err)
+				}
+			}
+			*alt = orig
+		})
+		b.Run(fmt.Sprintf("kind=full/machines=%d", m), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Build(ts); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }
