@@ -78,25 +78,20 @@ func fits(s *State, i int, j Job) bool {
 
 // stateSnap is everything of a State that allocation changes, except Ver.
 type stateSnap struct {
-	FreeCPU, FreeMem          []int64
-	Up                        []bool
+	Machines                  []MachineState // Ver cleared
 	GPUFree                   []int32
 	GPUUsers                  []uint16
-	FullFree, IdleGPU         []int32
 	Classes                   []int32
-	NClass                    []int8
-	Jobs                      []int32
 	CapCPU, CapMem, CapGPU    int64
 	UsedCPU, UsedMem, UsedGPU int64
 }
 
 func snapState(s *State) stateSnap {
 	return stateSnap{
-		FreeCPU: slices.Clone(s.FreeCPU), FreeMem: slices.Clone(s.FreeMem), Up: slices.Clone(s.Up),
-		GPUFree: slices.Clone(s.GPUFree), GPUUsers: slices.Clone(s.GPUUsers),
-		FullFree: slices.Clone(s.FullFree), IdleGPU: slices.Clone(s.IdleGPU),
-		Classes: slices.Clone(s.classes), NClass: slices.Clone(s.nclass), Jobs: slices.Clone(s.jobs),
-		CapCPU: s.CapCPU, CapMem: s.CapMem, CapGPU: s.CapGPU,
+		Machines: machinesNoVer(s),
+		GPUFree:  slices.Clone(s.GPUFree), GPUUsers: slices.Clone(s.GPUUsers),
+		Classes: slices.Clone(s.classes),
+		CapCPU:  s.CapCPU, CapMem: s.CapMem, CapGPU: s.CapGPU,
 		UsedCPU: s.UsedCPU, UsedMem: s.UsedMem, UsedGPU: s.UsedGPU,
 	}
 }
@@ -124,14 +119,14 @@ func checkInvariants(t testing.TB, s *State) {
 				t.Fatalf("machine %d GPU %d has free %d but no users", i, j, g)
 			}
 		}
-		if idle != s.IdleGPU[i] || full != s.FullFree[i] {
-			t.Fatalf("machine %d: IdleGPU %d FullFree %d, recomputed %d %d", i, s.IdleGPU[i], s.FullFree[i], idle, full)
+		if idle != s.M[i].IdleGPU || full != s.M[i].FullFree {
+			t.Fatalf("machine %d: IdleGPU %d FullFree %d, recomputed %d %d", i, s.M[i].IdleGPU, s.M[i].FullFree, idle, full)
 		}
-		if s.FreeCPU[i] < 0 || s.FreeMem[i] < 0 {
-			t.Fatalf("machine %d: negative free cpu %d mem %d", i, s.FreeCPU[i], s.FreeMem[i])
+		if s.M[i].FreeCPU < 0 || s.M[i].FreeMem < 0 {
+			t.Fatalf("machine %d: negative free cpu %d mem %d", i, s.M[i].FreeCPU, s.M[i].FreeMem)
 		}
-		usedCPU += m.CPU - s.FreeCPU[i]
-		usedMem += m.Mem - s.FreeMem[i]
+		usedCPU += m.CPU - s.M[i].FreeCPU
+		usedMem += m.Mem - s.M[i].FreeMem
 		usedGPU += int64(m.GPUs*MilliGPU) - int64(idle)
 		distinct := 0
 		for c := 1; c < numGPUClasses; c++ {
@@ -165,10 +160,10 @@ func TestHandClusterShape(t *testing.T) {
 		t.Fatalf("model indices %d %d %d, want 1 -1 0", s.Model(0), s.Model(2), s.Model(3))
 	}
 	// Prio is a permutation of 0..n-1.
-	p := slices.Clone(s.Prio)
+	p := prios(s)
 	slices.Sort(p)
 	if !slices.Equal(p, []int32{0, 1, 2, 3}) {
-		t.Fatalf("Prio %v is not a permutation", s.Prio)
+		t.Fatalf("Prio %v is not a permutation", prios(s))
 	}
 }
 
@@ -198,8 +193,8 @@ func TestSharePodsPackOneGPU(t *testing.T) {
 		t.Fatalf("GPU free %v, want [0 700 200 1000]", got)
 	}
 	// FullFree 1 (GPU 3); idle 0+700+200+1000 = 1900.
-	if s.FullFree[0] != 1 || s.IdleGPU[0] != 1900 {
-		t.Fatalf("FullFree %d IdleGPU %d, want 1 1900", s.FullFree[0], s.IdleGPU[0])
+	if s.M[0].FullFree != 1 || s.M[0].IdleGPU != 1900 {
+		t.Fatalf("FullFree %d IdleGPU %d, want 1 1900", s.M[0].FullFree, s.M[0].IdleGPU)
 	}
 	// 200 fits GPU 2 exactly (least free that fits).
 	a = mustAlloc(t, s, 0, shareJob(1000, 1000, 200), -1)
@@ -221,8 +216,8 @@ func TestSharePodNeverSpansGPUs(t *testing.T) {
 		mustAlloc(t, s, 0, shareJob(100, 100, 400), j)
 	}
 	// 4 x 600 = 2400 idle milli, but no single GPU has 700.
-	if s.IdleGPU[0] != 2400 {
-		t.Fatalf("IdleGPU %d, want 2400", s.IdleGPU[0])
+	if s.M[0].IdleGPU != 2400 {
+		t.Fatalf("IdleGPU %d, want 2400", s.M[0].IdleGPU)
 	}
 	if fits(s, 0, shareJob(100, 100, 700)) {
 		t.Fatal("700 milli share fits on GPUs with 600 free each")
@@ -258,8 +253,8 @@ func TestWholeGPUPods(t *testing.T) {
 	s := NewState(allocCluster(t), 1)
 	// A 1-milli share on GPU 1 makes GPU 1 unusable for whole-GPU pods.
 	mustAlloc(t, s, 0, shareJob(100, 100, 1), 1)
-	if s.FullFree[0] != 3 {
-		t.Fatalf("FullFree %d, want 3", s.FullFree[0])
+	if s.M[0].FullFree != 3 {
+		t.Fatalf("FullFree %d, want 3", s.M[0].FullFree)
 	}
 	// 2 GPUs: the lowest fully free indices are 0 and 2.
 	a := mustAlloc(t, s, 0, wholeJob(100, 100, 2), -1)
@@ -268,8 +263,8 @@ func TestWholeGPUPods(t *testing.T) {
 	}
 	// Only GPU 3 is fully free: a 2-GPU pod no longer fits although
 	// 999 + 1000 = 1999 milli are idle.
-	if s.IdleGPU[0] != 1999 {
-		t.Fatalf("IdleGPU %d, want 1999", s.IdleGPU[0])
+	if s.M[0].IdleGPU != 1999 {
+		t.Fatalf("IdleGPU %d, want 1999", s.M[0].IdleGPU)
 	}
 	if fits(s, 0, wholeJob(100, 100, 2)) {
 		t.Fatal("2-GPU pod fits with one fully free GPU")
@@ -332,8 +327,8 @@ func TestCPUAndMemoryAreHard(t *testing.T) {
 	}
 	// A CPU pod on a GPU machine takes no GPU.
 	a := mustAlloc(t, s, 3, cpuJob(1000, 1000), -1)
-	if a.GPUMask != 0 || a.Class != 0 || s.IdleGPU[3] != 2000 {
-		t.Fatalf("CPU pod alloc %+v, IdleGPU %d", a, s.IdleGPU[3])
+	if a.GPUMask != 0 || a.Class != 0 || s.M[3].IdleGPU != 2000 {
+		t.Fatalf("CPU pod alloc %+v, IdleGPU %d", a, s.M[3].IdleGPU)
 	}
 	if n, d := s.ClassCount(3, 0); n != 0 || d != 0 {
 		t.Fatalf("CPU pod counted as GPU class: %d %d", n, d)
@@ -423,8 +418,8 @@ func TestReleaseRestoresState(t *testing.T) {
 	}
 	// Every change bumped the machines' versions: machine 0 had 3 allocs
 	// and 3 releases.
-	if s.Ver[0] != 6 || s.Ver[1] != 0 || s.Ver[2] != 2 || s.Ver[3] != 2 {
-		t.Fatalf("Ver %v, want [6 0 2 2]", s.Ver)
+	if s.M[0].Ver != 6 || s.M[1].Ver != 0 || s.M[2].Ver != 2 || s.M[3].Ver != 2 {
+		t.Fatalf("Ver %v, want [6 0 2 2]", vers(s))
 	}
 }
 
@@ -496,15 +491,15 @@ func TestMachineDown(t *testing.T) {
 	if s.CapGPU != 6000 || s.CapCPU != 64000 || s.CapMem != 131072 {
 		t.Fatalf("caps %d/%d/%d after down, want 6000/64000/131072", s.CapGPU, s.CapCPU, s.CapMem)
 	}
-	if s.Ver[1] != 1 {
-		t.Fatalf("Ver[1] = %d, want 1", s.Ver[1])
+	if s.M[1].Ver != 1 {
+		t.Fatalf("Ver[1] = %d, want 1", s.M[1].Ver)
 	}
 	r := s.Request(&j)
 	if _, err := s.allocate(1, &r, -1); err == nil {
 		t.Fatal("allocate succeeded on a down machine")
 	}
 	s.setUp(1, false) // no-op
-	if s.CapGPU != 6000 || s.Ver[1] != 1 {
+	if s.CapGPU != 6000 || s.M[1].Ver != 1 {
 		t.Fatal("setUp(false) twice changed the state")
 	}
 	s.setUp(1, true)
@@ -555,12 +550,12 @@ func TestNewStatePrioDependsOnSeed(t *testing.T) {
 		mspec{"g", 1000, 1000, 0, ""}, mspec{"h", 1000, 1000, 0, ""},
 	)
 	a, b := NewState(c, 3), NewState(c, 3)
-	if !slices.Equal(a.Prio, b.Prio) {
+	if !slices.Equal(prios(a), prios(b)) {
 		t.Fatal("same seed, different Prio")
 	}
 	differ := false
 	for seed := uint64(4); seed < 10; seed++ {
-		if !slices.Equal(a.Prio, NewState(c, seed).Prio) {
+		if !slices.Equal(prios(a), prios(NewState(c, seed))) {
 			differ = true
 		}
 	}

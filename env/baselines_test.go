@@ -149,7 +149,7 @@ func TestBaselinesHandComputed(t *testing.T) {
 			node int
 		}{{ascPrio, c.want.asc}, {descPrio, c.want.desc}} {
 			s := baseState(t)
-			copy(s.Prio, order.prio)
+			setPrios(s, order.prio)
 			sched, err := NewScheduler(c.sched)
 			if err != nil {
 				t.Fatal(err)
@@ -202,7 +202,7 @@ func TestPackingOrder(t *testing.T) {
 	)
 	for _, prio := range [][]int32{{0, 1, 2}, {2, 1, 0}} {
 		s := NewState(c, 1)
-		copy(s.Prio, prio)
+		setPrios(s, prio)
 		for k, step := range []struct {
 			milli int
 			score int64
@@ -237,13 +237,13 @@ func TestPackingQuantisation(t *testing.T) {
 		prio []int32
 		want int
 	}{{[]int32{0, 1}, 0}, {[]int32{1, 0}, 1}} {
-		copy(s.Prio, c.prio)
+		setPrios(s, c.prio)
 		if a := decide(s, Packing{}, j, nil); a.Node != c.want {
 			t.Errorf("Prio %v: packing chose %d, want %d (tie at 95)", c.prio, a.Node, c.want)
 		}
 	}
 	mustAlloc(t, s, 1, shareJob(1, 1, 190), 0) // m1 GPU 0: 400 free -> 96
-	copy(s.Prio, []int32{0, 1})
+	setPrios(s, []int32{0, 1})
 	if a := decide(s, Packing{}, j, nil); a.Node != 1 {
 		t.Errorf("packing chose %d, want 1 (96 beats 95)", a.Node)
 	}
@@ -319,7 +319,7 @@ func TestFGDChoosesGPUByScore(t *testing.T) {
 func TestFGDWithoutTarget(t *testing.T) {
 	s := baseState(t)
 	s.Target = nil
-	copy(s.Prio, []int32{0, 1, 2, 3, 4})
+	setPrios(s, []int32{0, 1, 2, 3, 4})
 	a := decide(s, &FGD{}, podP1, nil)
 	if a.Node != 0 || a.GPU != 1 {
 		t.Fatalf("FGD without target: Node %d GPU %d, want Node 0 GPU 1", a.Node, a.GPU)
@@ -454,7 +454,7 @@ func TestP2C(t *testing.T) {
 	s.setUp(2, true)
 	// P3 (CPU only): feasible m0 m1 m2 m4. m1 loses every pair; m0 wins only
 	// the pair {m0, m1} (1 of 6 pairs); m2 and m4 tie at 0 and Prio decides.
-	copy(s.Prio, []int32{0, 1, 2, 3, 4})
+	setPrios(s, []int32{0, 1, 2, 3, 4})
 	rng := rand.New(rand.NewPCG(8, 9))
 	var count [5]int
 	const n = 3000
@@ -488,7 +488,7 @@ func TestP2CScan(t *testing.T) {
 	s := NewState(handCluster(t, specs...), 1)
 	mustAlloc(t, s, 0, shareJob(8000, 1, 100), -1)
 	mustAlloc(t, s, 1, wholeJob(8000, 1, 2), -1)
-	s.Prio[0], s.Prio[1], s.Prio[2] = 1000, 0, 500
+	s.M[0].Prio, s.M[1].Prio, s.M[2].Prio = 1000, 0, 500
 	if l := []float64{load(s, 0), load(s, 1), load(s, 2)}; !slices.Equal(l, []float64{.25, .5, 0}) {
 		t.Fatalf("loads %v, want [.25 .5 0]", l)
 	}
@@ -534,7 +534,7 @@ func TestAllSchedulersWait(t *testing.T) {
 		}
 		// All machines down.
 		s := baseState(t)
-		for i := range s.Up {
+		for i := range s.M {
 			s.setUp(i, false)
 		}
 		sched, _ := NewScheduler(name)

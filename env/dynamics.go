@@ -102,7 +102,7 @@ func (s *Sim) memHeadroom(i int) float64 {
 func (s *Sim) armAlarm(i int) {
 	s.ld.alarmVer[i]++
 	b := s.ld.memB[i]
-	if b <= 0 || !s.state.Up[i] {
+	if b <= 0 || !s.state.M[i].Up {
 		return
 	}
 	room := float64(s.c.Machines[i].Mem) - s.ld.memA[i] - s.ld.memSat[i]

@@ -57,7 +57,7 @@ func (p *FGD) reset(s *State, tw *TargetWorkload) {
 	p.state, p.target = s, tw
 	p.shapes = map[fgdShape]int{}
 	p.cache = nil
-	n := len(s.FreeCPU)
+	n := len(s.M)
 	p.base = make([]float64, n)
 	p.ver = make([]uint32, n)
 }
@@ -76,27 +76,27 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 	}
 	key := fgdShape{r.CPU, r.Milli, r.GPUs, r.Models}
 	si, ok := p.shapes[key]
-	if !ok && (len(p.cache)+1)*len(s.FreeCPU) > fgdCacheEntries {
+	if !ok && (len(p.cache)+1)*len(s.M) > fgdCacheEntries {
 		p.reset(s, tw) // bound memory on huge clusters with many shapes
 	}
 	if !ok {
 		si = len(p.cache)
 		p.shapes[key] = si
-		p.cache = append(p.cache, make([]fgdEntry, len(s.FreeCPU)))
+		p.cache = append(p.cache, make([]fgdEntry, len(s.M)))
 	}
 	entries := p.cache[si]
 	best, bestScore, bestPrio, bestGPU := -1, int32(math.MinInt32), int32(math.MaxInt32), -1
-	for i := range s.FreeCPU {
+	for i := range s.M {
 		if !s.Admit(i, r) {
 			continue
 		}
 		e := &entries[i]
-		if e.ver != s.Ver[i]+1 {
+		if e.ver != s.M[i].Ver+1 {
 			sc, g := p.score(s, i, r)
-			*e = fgdEntry{ver: s.Ver[i] + 1, score: int32(sc), gpu: int8(g)}
+			*e = fgdEntry{ver: s.M[i].Ver + 1, score: int32(sc), gpu: int8(g)}
 		}
-		if e.score > bestScore || (e.score == bestScore && s.Prio[i] < bestPrio) {
-			best, bestScore, bestPrio, bestGPU = i, e.score, s.Prio[i], int(e.gpu)
+		if e.score > bestScore || (e.score == bestScore && s.M[i].Prio < bestPrio) {
+			best, bestScore, bestPrio, bestGPU = i, e.score, s.M[i].Prio, int(e.gpu)
 		}
 	}
 	if best < 0 {
@@ -107,9 +107,9 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 
 // baseFrag returns F_n(M) of machine i now, cached by version.
 func (p *FGD) baseFrag(s *State, i int) float64 {
-	if p.ver[i] != s.Ver[i]+1 {
-		p.base[i] = p.target.NodeFrag(s.FreeCPU[i], s.Model(i), s.GPUs(i))
-		p.ver[i] = s.Ver[i] + 1
+	if p.ver[i] != s.M[i].Ver+1 {
+		p.base[i] = p.target.NodeFrag(s.M[i].FreeCPU, s.Model(i), s.GPUs(i))
+		p.ver[i] = s.M[i].Ver + 1
 	}
 	return p.base[i]
 }
@@ -120,7 +120,7 @@ func (p *FGD) score(s *State, i int, r *Request) (int, int) {
 	before := p.baseFrag(s, i)
 	gs := s.GPUs(i)
 	p.tmp = append(p.tmp[:0], gs...)
-	cpu := s.FreeCPU[i] - r.CPU
+	cpu := s.M[i].FreeCPU - r.CPU
 	model := s.Model(i)
 	quant := func(after float64) int {
 		return int(100 * sigmoid((before-after)/1000))

@@ -76,10 +76,10 @@ func (s *Sim) computeField(f *Field) {
 		rm := s.memUsage(i) / float64(m.Mem)
 		rg := 0.0
 		if m.GPUs > 0 {
-			rg = 1 - float64(st.IdleGPU[i])/float64(m.GPUs*MilliGPU)
+			rg = 1 - float64(st.M[i].IdleGPU)/float64(m.GPUs*MilliGPU)
 		}
 		f.Rho[3*i], f.Rho[3*i+1], f.Rho[3*i+2] = float32(rc), float32(rm), float32(rg)
-		if !st.Up[i] {
+		if !st.M[i].Up {
 			f.V[i] = unreachable
 			continue
 		}

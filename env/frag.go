@@ -133,22 +133,22 @@ func (tw *TargetWorkload) NodeFrag(cpu int64, model int, gpus []int32) float64 {
 // MachineFrag returns F_n(M) of machine i in its current state; a machine
 // that is down contributes nothing.
 func (s *State) MachineFrag(i int) float64 {
-	if s.Target == nil || !s.Up[i] {
+	if s.Target == nil || !s.M[i].Up {
 		return 0
 	}
-	return s.Target.NodeFrag(s.FreeCPU[i], int(s.model[i]), s.GPUs(i))
+	return s.Target.NodeFrag(s.M[i].FreeCPU, int(s.M[i].model), s.GPUs(i))
 }
 
 // Fragmentation returns the cluster fragmentation F(M) in milli-GPU and the
 // fragmentation ratio F(M) / Σ U_n (0 when no GPU is idle).
 func (s *State) Fragmentation() (frag, ratio float64) {
 	var idle int64
-	for i := range s.FreeCPU {
-		if !s.Up[i] {
+	for i := range s.M {
+		if !s.M[i].Up {
 			continue
 		}
 		frag += s.MachineFrag(i)
-		idle += int64(s.IdleGPU[i])
+		idle += int64(s.M[i].IdleGPU)
 	}
 	if idle > 0 {
 		ratio = frag / float64(idle)

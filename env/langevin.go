@@ -93,11 +93,11 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 	gs := s.state.GPUs(i)
 	tmp := append(s.fragTmp[:0], gs...)
 	s.fragTmp = tmp
-	cpu := s.state.FreeCPU[i]
+	cpu := s.state.M[i].FreeCPU
 	model := s.state.Model(i)
 	// F_i(M) now is cached per machine version (the fragmentation metric
 	// keeps it); refreshing it here changes no result, only when it is done.
-	if s.fragVer[i] != s.state.Ver[i] {
+	if s.fragVer[i] != s.state.M[i].Ver {
 		s.refreshFrag(i)
 	}
 	here := s.nodeFrag[i]

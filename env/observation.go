@@ -626,7 +626,7 @@ func (s *Sim) Observe(t *Tensors, pending *Job) {
 		t.sim = s
 		t.fresh, t.histOK, t.jobsOK = false, false, false
 		for i := range t.fragVer {
-			t.fragVer[i] = s.state.Ver[i] - 1 // forces a recomputation
+			t.fragVer[i] = s.state.M[i].Ver - 1 // forces a recomputation
 		}
 	}
 	f := s.visibleField()
@@ -638,7 +638,7 @@ func (s *Sim) Observe(t *Tensors, pending *Job) {
 	same := t.fresh && t.now == s.now && t.field == f && t.fieldTick == f.Tick && t.histSeq == s.hist.seq
 	if same {
 		for i := range s.c.Machines {
-			if t.ver[i] != st.Ver[i] {
+			if t.ver[i] != st.M[i].Ver {
 				t.fillMachine(s, f, i)
 			}
 		}
@@ -830,21 +830,21 @@ func (t *Tensors) fillMachine(s *Sim, f *Field, i int) {
 	st := s.state
 	m := &s.c.Machines[i]
 	row := t.Machine[i*MachineFeatures : (i+1)*MachineFeatures]
-	up := st.Up[i]
+	up := st.M[i].Up
 	row[mUp] = b2f(up)
-	row[mCPUAlloc] = float32(1 - float64(st.FreeCPU[i])/float64(m.CPU))
-	row[mMemAlloc] = float32(1 - float64(st.FreeMem[i])/float64(m.Mem))
+	row[mCPUAlloc] = float32(1 - float64(st.M[i].FreeCPU)/float64(m.CPU))
+	row[mMemAlloc] = float32(1 - float64(st.M[i].FreeMem)/float64(m.Mem))
 	row[mGPUAlloc], row[mFrag] = 0, 0
-	if t.fragVer[i] != st.Ver[i] {
+	if t.fragVer[i] != st.M[i].Ver {
 		t.frag[i] = st.MachineFrag(i)
-		t.fragVer[i] = st.Ver[i]
+		t.fragVer[i] = st.M[i].Ver
 	}
 	if m.GPUs > 0 {
 		capG := float64(m.GPUs * MilliGPU)
-		row[mGPUAlloc] = float32(1 - float64(st.IdleGPU[i])/capG)
+		row[mGPUAlloc] = float32(1 - float64(st.M[i].IdleGPU)/capG)
 		row[mFrag] = float32(t.frag[i] / capG)
 	}
-	row[mGPUFullFree] = float32(float64(st.FullFree[i]) / obsGPUsNorm)
+	row[mGPUFullFree] = float32(float64(st.M[i].FullFree) / obsGPUsNorm)
 	row[mCPUUse] = float32(s.ld.cpuUse[i] / float64(m.CPU))
 	row[mMemUse] = float32(s.memUsage(i) / float64(m.Mem))
 	row[mPower] = 0
@@ -852,14 +852,14 @@ func (t *Tensors) fillMachine(s *Sim, f *Field, i int) {
 		row[mPower] = float32(s.ld.power[i] / m.PeakW)
 	}
 	row[mMemBarrier] = float32(clip1(s.memHeadroom(i) / float64(m.Mem)))
-	row[mJobs] = float32(float64(st.jobs[i]) / obsJobsNorm)
+	row[mJobs] = float32(float64(st.M[i].njobs) / obsJobsNorm)
 	row[mPotential] = 0
 	if v := f.V[i]; up && v != unreachable {
 		row[mPotential] = float32(math.Log1p(max(0, float64(v))))
 	}
 	row[mRackCongestion] = f.Kappa[m.Rack]
 	row[mRackPower] = f.Pi[m.Rack]
-	t.ver[i] = st.Ver[i]
+	t.ver[i] = st.M[i].Ver
 
 	base := int(st.gpuBase[i])
 	for j, free := range st.GPUs(i) {
@@ -934,7 +934,7 @@ func (t *Tensors) fillJobs(s *Sim, pending *Job, same bool) {
 		list := s.onMach[i]
 		k := len(list)
 		emOff, egOff := int32(len(em.Src)), int32(len(eg.Src))
-		if same && t.jobVer[i] == st.Ver[i] {
+		if same && t.jobVer[i] == st.M[i].Ver {
 			off, shift := int(t.jobOff[i]), int32(row)-t.jobOff[i]
 			copy(t.Job[row*JobFeatures:(row+k)*JobFeatures], prevJob[off*JobFeatures:(off+k)*JobFeatures])
 			copy(t.JobID[row:row+k], prevID[off:off+k])
@@ -972,7 +972,7 @@ func (t *Tensors) fillJobs(s *Sim, pending *Job, same bool) {
 				}
 			}
 		}
-		t.jobOff[i], t.jobVer[i] = int32(row), st.Ver[i]
+		t.jobOff[i], t.jobVer[i] = int32(row), st.M[i].Ver
 		t.emOff[i], t.egOff[i], t.egLen[i] = emOff, egOff, int32(len(eg.Src))-egOff
 		row += k
 	}
@@ -1096,7 +1096,7 @@ func (t *Tensors) fillGlobal(s *Sim, f *Field, pending *Job) {
 	}
 	frag := 0.0
 	for i := range t.frag {
-		if st.Up[i] {
+		if st.M[i].Up {
 			frag += t.frag[i]
 		}
 	}
@@ -1194,9 +1194,9 @@ func (s *Sim) recordHistory() {
 		inv := h.inv[4*i : 4*i+4]
 		m := &s.c.Machines[i]
 		out := frame[i*C : (i+1)*C]
-		out[hCPUAlloc] = float32(float64(m.CPU-st.FreeCPU[i]) * inv[0])
-		out[hMemAlloc] = float32(float64(m.Mem-st.FreeMem[i]) * inv[1])
-		out[hGPUAlloc] = float32(float64(int64(m.GPUs*MilliGPU)-int64(st.IdleGPU[i])) * inv[2])
+		out[hCPUAlloc] = float32(float64(m.CPU-st.M[i].FreeCPU) * inv[0])
+		out[hMemAlloc] = float32(float64(m.Mem-st.M[i].FreeMem) * inv[1])
+		out[hGPUAlloc] = float32(float64(int64(m.GPUs*MilliGPU)-int64(st.M[i].IdleGPU)) * inv[2])
 		out[hCPUUse] = float32(s.ld.cpuUse[i] * inv[0])
 		out[hMemUse] = float32(s.memUsage(i) * inv[1])
 		out[hPower] = float32(s.ld.power[i] * inv[3])

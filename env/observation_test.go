@@ -320,9 +320,9 @@ func obsFrame(s *Sim) []float64 {
 		st := s.state
 		g := 0.0
 		if m.GPUs > 0 {
-			g = 1 - float64(st.IdleGPU[i])/float64(m.GPUs*MilliGPU)
+			g = 1 - float64(st.M[i].IdleGPU)/float64(m.GPUs*MilliGPU)
 		}
-		out = append(out, 1-float64(st.FreeCPU[i])/float64(m.CPU), 1-float64(st.FreeMem[i])/float64(m.Mem), g,
+		out = append(out, 1-float64(st.M[i].FreeCPU)/float64(m.CPU), 1-float64(st.M[i].FreeMem)/float64(m.Mem), g,
 			s.ld.cpuUse[i]/float64(m.CPU), s.memUsage(i)/float64(m.Mem), s.ld.power[i]/m.PeakW)
 	}
 	return out
@@ -796,7 +796,7 @@ func BenchmarkObserveDecision(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := range b.N {
-				sim.state.Ver[i%n]++
+				sim.state.M[i%n].Ver++
 				sim.Observe(&ts, pending)
 			}
 		})

@@ -92,7 +92,7 @@ func Saturate(c *Cluster, trace []Job, sched Scheduler, seed uint64, tune float6
 	for i := range nodeFrag {
 		nodeFrag[i] = s.MachineFrag(i)
 		frag += nodeFrag[i]
-		idle += int64(s.IdleGPU[i])
+		idle += int64(s.M[i].IdleGPU)
 	}
 	run := SaturationRun{Scheduler: sched.Name(), Seed: seed, Pods: len(pods), Bins: make([]SaturationBin, 0, SaturationBins)}
 	capf := float64(s.CapGPU)

@@ -89,13 +89,13 @@ type scorer func(i int) int64
 // the machine with the lower tie-break priority. -1 when none fits.
 func pickMax(s *State, r *Request, score scorer) int {
 	best, bestScore, bestPrio := -1, int64(math.MinInt64), int32(math.MaxInt32)
-	for i := range s.FreeCPU {
+	for i := range s.M {
 		if !s.Admit(i, r) {
 			continue
 		}
 		sc := score(i)
-		if sc > bestScore || (sc == bestScore && s.Prio[i] < bestPrio) {
-			best, bestScore, bestPrio = i, sc, s.Prio[i]
+		if sc > bestScore || (sc == bestScore && s.M[i].Prio < bestPrio) {
+			best, bestScore, bestPrio = i, sc, s.M[i].Prio
 		}
 	}
 	return best
@@ -112,7 +112,7 @@ func (*Random) Name() string { return "random" }
 func (p *Random) Decide(obs *Observation, rng *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
 	p.feasible = p.feasible[:0]
-	for i := range s.FreeCPU {
+	for i := range s.M {
 		if s.Admit(i, r) {
 			p.feasible = append(p.feasible, i)
 		}
@@ -161,7 +161,7 @@ func (DotProd) Decide(obs *Observation, _ *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
 	pc, pg := float64(r.CPU)/maxSpecCPU, float64(r.GPUDemand())/maxSpecGPU
 	n := pickMax(s, r, func(i int) int64 {
-		dot := float64(s.FreeCPU[i])/maxSpecCPU*pc + float64(s.IdleGPU[i])/maxSpecGPU*pg
+		dot := float64(s.M[i].FreeCPU)/maxSpecCPU*pc + float64(s.M[i].IdleGPU)/maxSpecGPU*pg
 		return int64(100 * (1 - dot/2))
 	})
 	return Place(n, -1)
@@ -178,17 +178,17 @@ func (*BestFit) Name() string { return "bestfit" }
 // Decide implements Scheduler.
 func (p *BestFit) Decide(obs *Observation, _ *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
-	if cap(p.raw) < len(s.FreeCPU) {
-		p.raw = make([]int64, len(s.FreeCPU))
+	if cap(p.raw) < len(s.M) {
+		p.raw = make([]int64, len(s.M))
 	}
-	raw := p.raw[:len(s.FreeCPU)]
+	raw := p.raw[:len(s.M)]
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	any := false
 	for i := range raw {
 		if !s.Admit(i, r) {
 			continue
 		}
-		left := 0.5*float64(s.FreeCPU[i]-r.CPU)/maxSpecCPU + 0.5*float64(int64(s.IdleGPU[i])-r.GPUDemand())/maxSpecGPU
+		left := 0.5*float64(s.M[i].FreeCPU-r.CPU)/maxSpecCPU + 0.5*float64(int64(s.M[i].IdleGPU)-r.GPUDemand())/maxSpecGPU
 		v := int64((1 - left) * 100)
 		raw[i] = v
 		lo, hi = min(lo, v), max(hi, v)
@@ -225,7 +225,7 @@ func packingScore(s *State, i int, r *Request) int64 {
 		return 0
 	}
 	gs := s.GPUs(i)
-	free := int64(s.FullFree[i])
+	free := int64(s.M[i].FullFree)
 	if int(free) == len(gs) { // idle machine
 		return max(100/3-free, free)
 	}
@@ -271,7 +271,7 @@ func (Clustering) Decide(obs *Observation, _ *rand.Rand) Action {
 		if r.Class == 0 {
 			return 0
 		}
-		fill := 25 * (int64(maxSpecGPU) - int64(s.IdleGPU[i])) / int64(maxSpecGPU)
+		fill := 25 * (int64(maxSpecGPU) - int64(s.M[i].IdleGPU)) / int64(maxSpecGPU)
 		same, distinct := s.ClassCount(i, r.Class)
 		switch {
 		case same > 0 && distinct == 1:
@@ -304,8 +304,8 @@ func (Kube) Decide(obs *Observation, _ *rand.Rand) Action {
 
 func kubeScore(s *State, i int, r *Request) int64 {
 	m := &s.C.Machines[i]
-	reqCPU := m.CPU - s.FreeCPU[i] + r.CPU
-	reqMem := m.Mem - s.FreeMem[i] + r.Mem
+	reqCPU := m.CPU - s.M[i].FreeCPU + r.CPU
+	reqMem := m.Mem - s.M[i].FreeMem + r.Mem
 	// LeastAllocated: integer per resource as in the plugin, then averaged.
 	la := ((m.CPU-reqCPU)*100/m.CPU + (m.Mem-reqMem)*100/m.Mem) / 2
 	fc := min(1, float64(reqCPU)/float64(m.CPU))
@@ -325,7 +325,7 @@ func (*P2C) Name() string { return "p2c" }
 // Decide implements Scheduler.
 func (p *P2C) Decide(obs *Observation, rng *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
-	n := len(s.FreeCPU)
+	n := len(s.M)
 	var cand [2]int
 	got := 0
 	// Rejection sampling first: O(1) expected while feasibility is common.
@@ -357,7 +357,7 @@ func (p *P2C) Decide(obs *Observation, rng *rand.Rand) Action {
 		cand = [2]int{p.feasible[a], p.feasible[b]}
 	}
 	la, lb := load(s, cand[0]), load(s, cand[1])
-	if lb < la || (lb == la && s.Prio[cand[1]] < s.Prio[cand[0]]) {
+	if lb < la || (lb == la && s.M[cand[1]].Prio < s.M[cand[0]].Prio) {
 		return Place(cand[1], -1)
 	}
 	return Place(cand[0], -1)
@@ -366,9 +366,9 @@ func (p *P2C) Decide(obs *Observation, rng *rand.Rand) Action {
 // load is the largest allocated fraction of a machine's resources.
 func load(s *State, i int) float64 {
 	m := &s.C.Machines[i]
-	l := max(1-float64(s.FreeCPU[i])/float64(m.CPU), 1-float64(s.FreeMem[i])/float64(m.Mem))
+	l := max(1-float64(s.M[i].FreeCPU)/float64(m.CPU), 1-float64(s.M[i].FreeMem)/float64(m.Mem))
 	if m.GPUs > 0 {
-		l = max(l, 1-float64(s.IdleGPU[i])/float64(m.GPUs*MilliGPU))
+		l = max(l, 1-float64(s.M[i].IdleGPU)/float64(m.GPUs*MilliGPU))
 	}
 	return l
 }

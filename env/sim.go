@@ -625,9 +625,9 @@ const cpuUseMax = 1.25
 func (s *Sim) repower(i int) {
 	m := &s.c.Machines[i]
 	actual, barrier := 0.0, m.IdleW
-	if s.state.Up[i] {
+	if s.state.M[i].Up {
 		cpu := min(s.ld.cpuUse[i], float64(m.CPU))
-		actual = m.IdleW + s.dynPower(i, cpu, float64(int64(m.GPUs*MilliGPU)-int64(s.state.IdleGPU[i])))
+		actual = m.IdleW + s.dynPower(i, cpu, float64(int64(m.GPUs*MilliGPU)-int64(s.state.M[i].IdleGPU)))
 		barrier = actual
 	}
 	s.power += actual - s.ld.power[i]
@@ -890,14 +890,14 @@ func (s *Sim) refreshFrag(i int) {
 	s.frag -= s.nodeFrag[i]
 	s.nodeFrag[i] = s.state.MachineFrag(i)
 	s.frag += s.nodeFrag[i]
-	s.fragVer[i] = s.state.Ver[i]
+	s.fragVer[i] = s.state.M[i].Ver
 }
 
 // sampleFrag brings the fragmentation total up to date (only machines whose
 // version moved are recomputed) and records a sample.
 func (s *Sim) sampleFrag() {
 	for i := range s.fragVer {
-		if s.fragVer[i] != s.state.Ver[i] {
+		if s.fragVer[i] != s.state.M[i].Ver {
 			s.refreshFrag(i)
 		}
 	}

@@ -67,15 +67,15 @@ func TestSimConservation(t *testing.T) {
 					n++
 				}
 				gpu += n * int64(r.alloc.Milli)
-				if !st.Up[r.alloc.Machine] {
+				if !st.M[r.alloc.Machine].Up {
 					t.Fatalf("%s: job %d runs on down machine %d", name, id, r.alloc.Machine)
 				}
 			}
 			if cpu != st.UsedCPU || mem != st.UsedMem || gpu != st.UsedGPU {
 				t.Fatalf("%s t=%v: used (%d,%d,%d), running sum (%d,%d,%d)", name, sim.Now(), st.UsedCPU, st.UsedMem, st.UsedGPU, cpu, mem, gpu)
 			}
-			for i := range st.FreeCPU {
-				if st.FreeCPU[i] < 0 || st.FreeMem[i] < 0 || st.IdleGPU[i] < 0 {
+			for i := range st.M {
+				if st.M[i].FreeCPU < 0 || st.M[i].FreeMem < 0 || st.M[i].IdleGPU < 0 {
 					t.Fatalf("%s: machine %d over-committed", name, i)
 				}
 			}

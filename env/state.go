@@ -49,32 +49,45 @@ type Alloc struct {
 	Class   int
 }
 
+// MachineState is one machine's dynamic counters.
+type MachineState struct {
+	FreeCPU int64 // millicores not allocated
+	FreeMem int64 // MiB not allocated
+	IdleGPU int32 // U_n: Σ free milli of its GPUs
+	// FullFree counts its fully free GPUs.
+	FullFree int32
+	// Ver changes whenever the machine's free resources change; schedulers
+	// key caches on it.
+	Ver uint32
+	// Prio is the fixed random tie-break order of a run: on equal scores
+	// the machine with the lower Prio wins.
+	Prio  int32
+	gpuLo int32 // first GPU in GPUFree
+	njobs int32 // jobs placed
+	gpuN  int8  // GPUs
+	model int8  // model index, -1 without GPUs
+	// nclass counts the distinct GPU classes present.
+	nclass int8
+	Up     bool
+}
+
 // State is the dynamic allocation state of a cluster: free resources per
 // machine and per GPU, machine health, and the derived counters the
 // schedulers read. Schedulers only read it; the simulation loop mutates it.
 type State struct {
 	C *Cluster
 
-	FreeCPU []int64
-	FreeMem []int64
-	Up      []bool
+	// M holds the per-machine counters, one record per machine: a
+	// scheduler's candidate check reads one or two cache lines instead of
+	// one line in each of a dozen arrays (the difference between 1k and
+	// 100k machines is memory latency, not work).
+	M []MachineState
 	// gpuBase[i] is the offset of machine i's GPUs in GPUFree/GPUUsers.
 	gpuBase  []int32
 	GPUFree  []int32  // free milli per GPU
 	GPUUsers []uint16 // jobs on each GPU (sharers)
-	FullFree []int32  // fully free GPUs per machine
-	IdleGPU  []int32  // U_n: Σ free milli per machine
-	model    []int8   // model index per machine, -1 without GPUs
 	// classes[i*numGPUClasses+c] counts GPU jobs of class c on machine i.
 	classes []int32
-	nclass  []int8 // distinct GPU classes present per machine
-	jobs    []int32
-	// Ver[i] changes whenever machine i's free resources change; schedulers
-	// key caches on it.
-	Ver []uint32
-	// Prio is the fixed random tie-break order of a run: on equal scores the
-	// machine with the lower Prio wins.
-	Prio []int32
 	// Target is the typical workload used to measure GPU fragmentation.
 	Target *TargetWorkload
 	// guard, when set, is an extra admission filter: the simulation's
@@ -93,30 +106,22 @@ type State struct {
 func NewState(c *Cluster, seed uint64) *State {
 	n := len(c.Machines)
 	s := &State{
-		C:        c,
-		FreeCPU:  make([]int64, n),
-		FreeMem:  make([]int64, n),
-		Up:       make([]bool, n),
-		gpuBase:  make([]int32, n+1),
-		FullFree: make([]int32, n),
-		IdleGPU:  make([]int32, n),
-		model:    make([]int8, n),
-		classes:  make([]int32, n*numGPUClasses),
-		nclass:   make([]int8, n),
-		jobs:     make([]int32, n),
-		Ver:      make([]uint32, n),
-		Prio:     make([]int32, n),
+		C:       c,
+		M:       make([]MachineState, n),
+		gpuBase: make([]int32, n+1),
+		classes: make([]int32, n*numGPUClasses),
 	}
 	g := 0
 	for i := range c.Machines {
 		m := &c.Machines[i]
 		s.gpuBase[i] = int32(g)
+		s.M[i].gpuLo, s.M[i].gpuN = int32(g), int8(m.GPUs)
 		g += m.GPUs
-		s.FreeCPU[i], s.FreeMem[i] = m.CPU, m.Mem
-		s.Up[i] = true
-		s.FullFree[i] = int32(m.GPUs)
-		s.IdleGPU[i] = int32(m.GPUs * MilliGPU)
-		s.model[i] = int8(c.ModelIndex(m.GPUModel))
+		s.M[i].FreeCPU, s.M[i].FreeMem = m.CPU, m.Mem
+		s.M[i].Up = true
+		s.M[i].FullFree = int32(m.GPUs)
+		s.M[i].IdleGPU = int32(m.GPUs * MilliGPU)
+		s.M[i].model = int8(c.ModelIndex(m.GPUModel))
 		s.CapCPU += m.CPU
 		s.CapMem += m.Mem
 		s.CapGPU += int64(m.GPUs * MilliGPU)
@@ -129,27 +134,30 @@ func NewState(c *Cluster, seed uint64) *State {
 	}
 	rng := rand.New(rand.NewPCG(seed, 0x7465672d7072696f)) // "teg-prio"
 	for i, p := range rng.Perm(n) {
-		s.Prio[i] = int32(p)
+		s.M[i].Prio = int32(p)
 	}
 	return s
 }
 
 // GPUs returns machine i's per-GPU free milli (a view; do not modify).
-func (s *State) GPUs(i int) []int32 { return s.GPUFree[s.gpuBase[i]:s.gpuBase[i+1]] }
+func (s *State) GPUs(i int) []int32 {
+	m := &s.M[i]
+	return s.GPUFree[m.gpuLo : m.gpuLo+int32(m.gpuN)]
+}
 
 // Sharers returns how many jobs use each GPU of machine i (a view).
 func (s *State) Sharers(i int) []uint16 { return s.GPUUsers[s.gpuBase[i]:s.gpuBase[i+1]] }
 
 // Model returns machine i's GPU model index, -1 without GPUs.
-func (s *State) Model(i int) int { return int(s.model[i]) }
+func (s *State) Model(i int) int { return int(s.M[i].model) }
 
 // Jobs returns the number of jobs placed on machine i.
-func (s *State) Jobs(i int) int { return int(s.jobs[i]) }
+func (s *State) Jobs(i int) int { return int(s.M[i].njobs) }
 
 // ClassCount returns how many GPU jobs of class c machine i hosts, and the
 // number of distinct classes on it.
 func (s *State) ClassCount(i, c int) (count, distinct int) {
-	return int(s.classes[i*numGPUClasses+c]), int(s.nclass[i])
+	return int(s.classes[i*numGPUClasses+c]), int(s.M[i].nclass)
 }
 
 // Request resolves a job against the cluster. Unknown model names match no
@@ -175,7 +183,7 @@ func (s *State) ModelOK(i int, r *Request) bool {
 	if r.GPUs == 0 || r.Models == 0 {
 		return true
 	}
-	m := s.model[i]
+	m := s.M[i].model
 	return m >= 0 && r.Models&(1<<uint(m)) != 0
 }
 
@@ -183,7 +191,7 @@ func (s *State) ModelOK(i int, r *Request) bool {
 // CPU and memory cover the request, the GPU model is allowed, and the GPUs
 // fit by the rules of fgd-protocol.md.
 func (s *State) Fits(i int, r *Request) bool {
-	if !s.Up[i] || s.FreeCPU[i] < r.CPU || s.FreeMem[i] < r.Mem {
+	if !s.M[i].Up || s.M[i].FreeCPU < r.CPU || s.M[i].FreeMem < r.Mem {
 		return false
 	}
 	if r.GPUs == 0 {
@@ -193,9 +201,9 @@ func (s *State) Fits(i int, r *Request) bool {
 		return false
 	}
 	if r.Milli >= MilliGPU {
-		return int(s.FullFree[i]) >= r.GPUs
+		return int(s.M[i].FullFree) >= r.GPUs
 	}
-	if s.IdleGPU[i] < r.Milli {
+	if s.M[i].IdleGPU < r.Milli {
 		return false
 	}
 	for _, g := range s.GPUs(i) {
@@ -245,7 +253,7 @@ func (s *State) allocate(i int, r *Request, gpu int) (Alloc, error) {
 			return Alloc{}, fmt.Errorf("machine %d GPU %d cannot host %d milli", i, gpu, r.Milli)
 		}
 		if gs[gpu] == MilliGPU {
-			s.FullFree[i]--
+			s.M[i].FullFree--
 		}
 		gs[gpu] -= r.Milli
 		us[gpu]++
@@ -260,24 +268,24 @@ func (s *State) allocate(i int, r *Request, gpu int) (Alloc, error) {
 				need--
 			}
 		}
-		s.FullFree[i] -= int32(r.GPUs)
+		s.M[i].FullFree -= int32(r.GPUs)
 	}
-	s.FreeCPU[i] -= r.CPU
-	s.FreeMem[i] -= r.Mem
+	s.M[i].FreeCPU -= r.CPU
+	s.M[i].FreeMem -= r.Mem
 	gpuTotal := r.GPUDemand()
-	s.IdleGPU[i] -= int32(gpuTotal)
+	s.M[i].IdleGPU -= int32(gpuTotal)
 	s.UsedCPU += r.CPU
 	s.UsedMem += r.Mem
 	s.UsedGPU += gpuTotal
-	s.jobs[i]++
+	s.M[i].njobs++
 	if r.Class > 0 {
 		k := i*numGPUClasses + r.Class
 		if s.classes[k] == 0 {
-			s.nclass[i]++
+			s.M[i].nclass++
 		}
 		s.classes[k]++
 	}
-	s.Ver[i]++
+	s.M[i].Ver++
 	return a, nil
 }
 
@@ -292,34 +300,34 @@ func (s *State) release(a Alloc) {
 		gs[j] += a.Milli
 		us[j]--
 		if gs[j] == MilliGPU {
-			s.FullFree[i]++
+			s.M[i].FullFree++
 		}
 		n++
 	}
-	s.FreeCPU[i] += a.CPU
-	s.FreeMem[i] += a.Mem
-	s.IdleGPU[i] += int32(n * int64(a.Milli))
+	s.M[i].FreeCPU += a.CPU
+	s.M[i].FreeMem += a.Mem
+	s.M[i].IdleGPU += int32(n * int64(a.Milli))
 	s.UsedCPU -= a.CPU
 	s.UsedMem -= a.Mem
 	s.UsedGPU -= n * int64(a.Milli)
-	s.jobs[i]--
+	s.M[i].njobs--
 	if a.Class > 0 {
 		k := i*numGPUClasses + a.Class
 		s.classes[k]--
 		if s.classes[k] == 0 {
-			s.nclass[i]--
+			s.M[i].nclass--
 		}
 	}
-	s.Ver[i]++
+	s.M[i].Ver++
 }
 
 // setUp marks a machine up or down and keeps the capacity totals. A machine
 // must be empty before it goes down (the loop evicts its jobs first).
 func (s *State) setUp(i int, up bool) {
-	if s.Up[i] == up {
+	if s.M[i].Up == up {
 		return
 	}
-	s.Up[i] = up
+	s.M[i].Up = up
 	m := &s.C.Machines[i]
 	sign := int64(1)
 	if !up {
@@ -328,5 +336,5 @@ func (s *State) setUp(i int, up bool) {
 	s.CapCPU += sign * m.CPU
 	s.CapMem += sign * m.Mem
 	s.CapGPU += sign * int64(m.GPUs*MilliGPU)
-	s.Ver[i]++
+	s.M[i].Ver++
 }

@@ -1146,8 +1146,8 @@ func TestReplicaRemove(t *testing.T) {
 		if m.ReplicasRemoved != 1 || s.jobs[0].state != cancelled || m.JobsRunning != 2 || s.tok.replicas[0] != 2 {
 			t.Errorf("removed %d, j0 %v, running %d, replicas %d; want 1, cancelled, 2, 2", m.ReplicasRemoved, s.jobs[0].state, m.JobsRunning, s.tok.replicas[0])
 		}
-		if s.state.Jobs(0) != 2 || s.state.FreeCPU[0] != 6000 {
-			t.Errorf("machine holds %d jobs, %d free CPU; want 2, 6000", s.state.Jobs(0), s.state.FreeCPU[0])
+		if s.state.Jobs(0) != 2 || s.state.M[0].FreeCPU != 6000 {
+			t.Errorf("machine holds %d jobs, %d free CPU; want 2, 6000", s.state.Jobs(0), s.state.M[0].FreeCPU)
 		}
 	})
 }
