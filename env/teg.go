@@ -104,7 +104,7 @@ type RewardWeights struct {
 // controller parameters that the sweep on training seeds chose
 // (docs/langevin-sweep.md): GPU pressure weight 0 and fragmentation weight
 // 50 (model: 1 and none), 16 placement candidates (8), mobility 0.001/s
-// (0.05), migration cost 1 (0.2), φ_c 1 (0.3), c_tax 0.01 (0.1).
+// (0.05), migration cost 20 (0.2), φ_c 1 (0.3), c_tax 0.01 (0.1).
 var DefaultTEG = TEGConfig{
 	Weights:           FieldWeights{CPU: 1, Mem: 1, GPU: 0, Net: 0.5, Pow: 0.5, Frag: 50},
 	FieldEvery:        5,
@@ -113,7 +113,7 @@ var DefaultTEG = TEGConfig{
 	Mobility:          0.001,
 	MoveCandidates:    2,
 	PlaceCandidates:   16,
-	MigrationCost:     1,
+	MigrationCost:     20,
 	MigrationDowntime: 30,
 	Gamma0:            0.05,
 	GangPenalty:       1,
