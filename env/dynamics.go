@@ -93,7 +93,7 @@ func (s *Sim) rerate(i int) {
 // memHeadroom is the barrier h = cap - predicted use over the horizon:
 // use now plus H·GrowthMax for every job still growing.
 func (s *Sim) memHeadroom(i int) float64 {
-	return float64(s.c.Machines[i].Mem) - s.memUsage(i) - s.teg.Horizon*s.teg.GrowthMax*s.ld.memGrowReq[i]
+	return s.ld.ms[i].mem - s.memUsage(i) - s.teg.Horizon*s.teg.GrowthMax*s.ld.mem[i].grow
 }
 
 // armAlarm schedules machine i's next memory alarm: with the safety layer,
@@ -101,13 +101,14 @@ func (s *Sim) memHeadroom(i int) float64 {
 // exceed the machine's memory (an OOM).
 func (s *Sim) armAlarm(i int) {
 	s.ld.alarmVer[i]++
-	b := s.ld.memB[i]
+	agg := &s.ld.mem[i]
+	b := agg.b
 	if b <= 0 || !s.state.M[i].Up {
 		return
 	}
-	room := float64(s.c.Machines[i].Mem) - s.ld.memA[i] - s.ld.memSat[i]
+	room := s.ld.ms[i].mem - agg.a - agg.sat
 	if s.teg.Safety {
-		room -= s.teg.Horizon * s.teg.GrowthMax * s.ld.memGrowReq[i]
+		room -= s.teg.Horizon * s.teg.GrowthMax * agg.grow
 	}
 	t := room / b
 	if math.IsInf(t, 0) || math.IsNaN(t) {
@@ -200,9 +201,8 @@ func (s *Sim) barrierOK(i int, mem, cpu, gpu float64) bool {
 	if h := s.memHeadroom(i); mem > a*h && (s.state.Jobs(i) > 0 || mem > h) {
 		return false
 	}
-	m := &s.c.Machines[i]
-	if b := s.c.Racks[m.Rack].PowerBudgetW; b > 0 {
-		if s.dynPower(i, cpu, gpu) > a*(b-s.ld.rackPower[m.Rack]) {
+	if ms := &s.ld.ms[i]; ms.budget > 0 {
+		if s.dynPower(i, cpu, gpu) > a*(ms.budget-s.ld.rackPower[ms.rack]) {
 			return false
 		}
 	}

@@ -42,10 +42,12 @@ func newField(n, r, cold int) *Field {
 // extra CPU, memory and GPU utilisation and extra rack congestion and power
 // fractions added: the energy an agent compares when it considers moving.
 func potentialWith(w *FieldWeights, f *Field, i, rack int, dc, dm, dg, dk, dp float64) float64 {
-	if f.V[i] == unreachable {
+	// A machine that is down carries +Inf in its CPU ρ as in V: reading it
+	// here, beside the other ρ, saves a cache line per candidate.
+	rho := f.Rho[3*i : 3*i+3]
+	if math.IsInf(float64(rho[0]), 1) {
 		return math.Inf(1)
 	}
-	rho := f.Rho[3*i : 3*i+3]
 	return w.CPU*pressure(float64(rho[0])+dc) + w.Mem*pressure(float64(rho[1])+dm) + w.GPU*pressure(float64(rho[2])+dg) +
 		w.Net*pressure(float64(f.Kappa[rack])+dk) + w.Pow*pressure(float64(f.Pi[rack])+dp)
 }
@@ -80,7 +82,7 @@ func (s *Sim) computeField(f *Field) {
 		}
 		f.Rho[3*i], f.Rho[3*i+1], f.Rho[3*i+2] = float32(rc), float32(rm), float32(rg)
 		if !st.M[i].Up {
-			f.V[i] = unreachable
+			f.V[i], f.Rho[3*i] = unreachable, unreachable
 			continue
 		}
 		f.V[i] = float32(w.CPU*pressure(rc) + w.Mem*pressure(rm) + w.GPU*pressure(rg) + s.ld.rackV[m.Rack])

@@ -38,7 +38,8 @@ func (v *TEGView) Energy(j *Job, r *Request, i int) float64 {
 func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 	s := v.sim
 	rec := &s.jobs[j.ID]
-	m := &s.c.Machines[i]
+	ms := &s.ld.ms[i]
+	rack := int(ms.rack)
 	var e float64
 	if rec.state == running && rec.alloc.Machine == i {
 		e = float64(f.V[i]) // its own load is already in the field
@@ -49,32 +50,31 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 			cpu, mem = rec.use.cpu*float64(j.CPU), rec.use.frac(s.now)*float64(j.Mem)
 		}
 		dg := 0.0
-		if m.GPUs > 0 {
-			dg = float64(r.GPUDemand()) / float64(m.GPUs*MilliGPU)
+		if ms.gpus > 0 {
+			dg = float64(r.GPUDemand()) / float64(ms.gpus*MilliGPU)
 		}
 		dk, dp := 0.0, 0.0
-		if rec.state != running || s.c.Machines[rec.alloc.Machine].Rack != m.Rack {
-			rk := &s.c.Racks[m.Rack]
-			if rk.UplinkGbps > 0 {
-				dk = j.NetGbps / rk.UplinkGbps
+		if rec.state != running || int(s.ld.ms[rec.alloc.Machine].rack) != rack {
+			if ms.uplink > 0 {
+				dk = j.NetGbps / ms.uplink
 			}
-			if rk.PowerBudgetW > 0 {
-				dp = s.dynPower(i, cpu, float64(r.GPUDemand())) / rk.PowerBudgetW
+			if ms.budget > 0 {
+				dp = s.dynPower(i, cpu, float64(r.GPUDemand())) / ms.budget
 			}
 		}
-		e = potentialWith(&v.Config.Weights, f, i, m.Rack, cpu/float64(m.CPU), mem/float64(m.Mem), dg, dk, dp)
+		e = potentialWith(&v.Config.Weights, f, i, rack, cpu/ms.cpu, mem/ms.mem, dg, dk, dp)
 	}
-	if wf := v.Config.Weights.Frag; wf > 0 && m.GPUs > 0 && s.state.Target != nil {
+	if wf := v.Config.Weights.Frag; wf > 0 && ms.gpus > 0 && s.state.Target != nil {
 		e += wf * s.fragAdded(rec, r, i) / MilliGPU
 	}
 	if j.Service >= 0 {
 		if a := s.tok.affinity[j.Service]; a > 0 {
-			e -= float64(a) * s.tok.rackShare(j.Service, m.Rack)
+			e -= float64(a) * s.tok.rackShare(j.Service, rack)
 		}
 	}
 	if r.GPUs > 1 && v.Config.GangPenalty > 0 {
 		if rec.state == running && rec.alloc.Machine == i {
-			if spansGroups(m, rec.alloc.GPUMask) {
+			if spansGroups(&s.c.Machines[i], rec.alloc.GPUMask) {
 				e += v.Config.GangPenalty
 			}
 		} else if gangSplits(s.state, i, r) {
@@ -97,10 +97,10 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 	model := s.state.Model(i)
 	// F_i(M) now is cached per machine version (the fragmentation metric
 	// keeps it); refreshing it here changes no result, only when it is done.
-	if s.fragVer[i] != s.state.M[i].Ver {
+	if s.nodeFrag[i].ver != s.state.M[i].Ver {
 		s.refreshFrag(i)
 	}
-	here := s.nodeFrag[i]
+	here := s.nodeFrag[i].val
 	if rec.state == running && rec.alloc.Machine == i {
 		for mask, k := rec.alloc.GPUMask, 0; mask != 0; mask, k = mask>>1, k+1 {
 			if mask&1 != 0 {

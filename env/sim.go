@@ -143,6 +143,12 @@ func timedLess(a, b timed) bool {
 	return a.id < b.id
 }
 
+// fragCache is a machine's fragmentation and the version it is valid for.
+type fragCache struct {
+	val float64
+	ver uint32
+}
+
 // onMachCap is the preallocated capacity of each machine's job list.
 const onMachCap = 32
 
@@ -236,8 +242,9 @@ type Sim struct {
 	capacity struct{ cpu, mem int64 } // largest machine, for early rejection
 	power    float64                  // current draw of machines that are up, W
 	peak     float64                  // all machines at peak, W
-	nodeFrag []float64
-	fragVer  []uint32
+	// nodeFrag caches each machine's F_n(M) with the machine version it
+	// was computed at.
+	nodeFrag []fragCache
 	frag     float64
 
 	ld     loads
@@ -297,8 +304,7 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		jobs:      make([]jobRec, len(w.Jobs)),
 		onMach:    make([][]int32, n),
 		onMachBuf: make([]int32, n*onMachCap),
-		nodeFrag:  make([]float64, n),
-		fragVer:   make([]uint32, n),
+		nodeFrag:  make([]fragCache, n),
 		ld:        newLoads(c),
 	}
 	s.ends.less, s.sats.less, s.alarms.less = timedLess, timedLess, timedLess
@@ -329,8 +335,8 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		s.capacity.cpu = max(s.capacity.cpu, m.CPU)
 		s.capacity.mem = max(s.capacity.mem, m.Mem)
 		s.peak += m.PeakW
-		s.nodeFrag[i] = s.state.MachineFrag(i)
-		s.frag += s.nodeFrag[i]
+		s.nodeFrag[i].val = s.state.MachineFrag(i)
+		s.frag += s.nodeFrag[i].val
 	}
 	if cfg.MTBF > 0 {
 		for i := range c.Machines {
@@ -638,7 +644,8 @@ func (s *Sim) repower(i int) {
 // dynPower is the utilisation-linear power of cpu millicores in use and gpu
 // milli allocated on machine i.
 func (s *Sim) dynPower(i int, cpu, gpu float64) float64 {
-	return s.ld.wattsPerCPU[i]*cpu + s.ld.wattsPerGPU[i]*gpu
+	ms := &s.ld.ms[i]
+	return ms.wattsPerCPU*cpu + ms.wattsPerGPU*gpu
 }
 
 // dynCoefficients splits machine i's dynamic power range into a host part,
@@ -887,17 +894,18 @@ func (s *Sim) begin(id int) {
 
 // refreshFrag recomputes one machine's fragmentation contribution.
 func (s *Sim) refreshFrag(i int) {
-	s.frag -= s.nodeFrag[i]
-	s.nodeFrag[i] = s.state.MachineFrag(i)
-	s.frag += s.nodeFrag[i]
-	s.fragVer[i] = s.state.M[i].Ver
+	fc := &s.nodeFrag[i]
+	s.frag -= fc.val
+	fc.val = s.state.MachineFrag(i)
+	s.frag += fc.val
+	fc.ver = s.state.M[i].Ver
 }
 
 // sampleFrag brings the fragmentation total up to date (only machines whose
 // version moved are recomputed) and records a sample.
 func (s *Sim) sampleFrag() {
-	for i := range s.fragVer {
-		if s.fragVer[i] != s.state.M[i].Ver {
+	for i := range s.nodeFrag {
+		if s.nodeFrag[i].ver != s.state.M[i].Ver {
 			s.refreshFrag(i)
 		}
 	}

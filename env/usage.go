@@ -78,41 +78,61 @@ func drawUsage(seed uint64, j *Job, run uint32, t float64, cfg *TEGConfig) usage
 
 // loads are the usage aggregates per machine and rack, kept incrementally so
 // that reading a machine's memory use at any time is O(1): use(t) =
-// memA + memB·t + memSat, where growing jobs contribute the line
-// req·(f0 + g·(t - t0)) and saturated ones their plateau.
+// a + b·t + sat, where growing jobs contribute the line
+// req·(f0 + g·(t - t0)) and saturated ones their plateau. What a candidate
+// check reads per machine is packed into one record (mem, ms), so that a
+// check at 100k machines costs a cache line, not one per array.
 type loads struct {
 	cpuUse       []float64 // millicores in use
-	memA, memB   []float64
-	memSat       []float64
-	memGrowReq   []float64 // Σ request of jobs still growing (safety bound)
+	mem          []memAgg
+	ms           []machStatic
 	rackTraffic  []float64 // Gbit/s through each rack's uplink
 	rackPower    []float64 // W per rack, down machines counted at idle
 	power        []float64 // W per machine (0 when down)
 	barrierPower []float64 // W per machine as the rack barrier counts it
 	rackV        []float64 // scratch: rack terms of the field
 	alarmVer     []uint32  // version of each machine's memory alarm
-	wattsPerCPU  []float64 // dynamic power per millicore in use
-	wattsPerGPU  []float64 // dynamic power per milli-GPU allocated
+}
+
+// memAgg is a machine's memory-use aggregate.
+type memAgg struct {
+	a, b float64 // growing jobs: Σ req·(f0 - g·t0) and Σ req·g
+	sat  float64 // saturated jobs: Σ req·ceil
+	grow float64 // Σ request of jobs still growing (the barrier's bound)
+}
+
+// machStatic is what the hot paths need of a machine's static description.
+type machStatic struct {
+	cpu, mem    float64 // capacities
+	wattsPerCPU float64 // dynamic power per millicore in use
+	wattsPerGPU float64 // dynamic power per milli-GPU allocated
+	budget      float64 // its rack's power budget, W
+	uplink      float64 // its rack's uplink, Gbit/s
+	rack        int32
+	gpus        int32
 }
 
 func newLoads(c *Cluster) loads {
 	n, r := len(c.Machines), len(c.Racks)
 	l := loads{
-		cpuUse: make([]float64, n), memA: make([]float64, n), memB: make([]float64, n),
-		memSat: make([]float64, n), memGrowReq: make([]float64, n), alarmVer: make([]uint32, n),
+		cpuUse: make([]float64, n), mem: make([]memAgg, n), ms: make([]machStatic, n), alarmVer: make([]uint32, n),
 		rackTraffic: make([]float64, r), rackPower: make([]float64, r), rackV: make([]float64, r),
 		power: make([]float64, n), barrierPower: make([]float64, n),
-		wattsPerCPU: make([]float64, n), wattsPerGPU: make([]float64, n),
 	}
 	for i := range c.Machines {
-		l.wattsPerCPU[i], l.wattsPerGPU[i] = dynCoefficients(&c.Machines[i])
+		m := &c.Machines[i]
+		rk := &c.Racks[m.Rack]
+		perCPU, perGPU := dynCoefficients(m)
+		l.ms[i] = machStatic{cpu: float64(m.CPU), mem: float64(m.Mem), wattsPerCPU: perCPU, wattsPerGPU: perGPU,
+			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, rack: int32(m.Rack), gpus: int32(m.GPUs)}
 	}
 	return l
 }
 
 // memUsage is machine i's memory in use now, MiB.
 func (s *Sim) memUsage(i int) float64 {
-	return max(0, s.ld.memA[i]+s.ld.memB[i]*s.now+s.ld.memSat[i])
+	m := &s.ld.mem[i]
+	return max(0, m.a+m.b*s.now+m.sat)
 }
 
 // addUsage adds (sign +1) or removes (sign -1) job id's usage on machine i.
@@ -120,20 +140,21 @@ func (s *Sim) addUsage(id, i int, sign float64) {
 	r := &s.jobs[id]
 	j := &s.w.Jobs[id]
 	req := float64(j.Mem)
+	m := &s.ld.mem[i]
 	s.ld.cpuUse[i] += sign * r.use.cpu * float64(j.CPU)
 	if r.saturated {
-		s.ld.memSat[i] += sign * req * r.use.ceil
+		m.sat += sign * req * r.use.ceil
 	} else {
-		s.ld.memA[i] += sign * req * (r.use.f0 - r.use.g*r.use.t0)
-		s.ld.memB[i] += sign * req * r.use.g
-		s.ld.memGrowReq[i] += sign * req
+		m.a += sign * req * (r.use.f0 - r.use.g*r.use.t0)
+		m.b += sign * req * r.use.g
+		m.grow += sign * req
 	}
 	s.ld.rackTraffic[s.c.Machines[i].Rack] += sign * j.NetGbps
 	if sign < 0 && len(s.onMach[i]) == 0 {
 		// Keep sums exactly zero on an empty machine: float residue would
 		// otherwise creep into the field. (Callers remove the job from
 		// onMach before its usage.)
-		s.ld.cpuUse[i], s.ld.memA[i], s.ld.memB[i], s.ld.memSat[i], s.ld.memGrowReq[i] = 0, 0, 0, 0, 0
+		s.ld.cpuUse[i], *m = 0, memAgg{}
 	}
 }
 
