@@ -3,6 +3,7 @@ package gnn
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 )
 
 // SyntheticDims are the input widths of the environment's observation
@@ -133,12 +134,17 @@ func Synthetic(cfg SyntheticConfig) (*Graph, error) {
 		}
 	}
 	el.set(&g.Adj[NVLink], ng, d.Edge[NVLink])
-	// Runs-on: job 0 is pending; the others run somewhere.
+	// Runs-on: job 0 is pending; the others run on uniformly drawn
+	// machines, numbered machine by machine as env numbers its job rows
+	// (which keeps the machines a stretch of jobs touches close in memory).
 	host := make([]int, nj)
+	for j := 1; j < nj; j++ {
+		host[j] = rng.IntN(m)
+	}
+	slices.Sort(host[1:])
 	var onGPU edgeList
 	for j := 1; j < nj; j++ {
-		i := rng.IntN(m)
-		host[j] = i
+		i := host[j]
 		el.add(rng, j, i, d.Edge[RunsOnMachine], rng.Float32(), rng.Float32(), rng.Float32())
 		if gpus[i] > 0 && rng.IntN(2) == 0 {
 			k := 1 + rng.IntN(min(4, gpus[i]))
