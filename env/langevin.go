@@ -182,6 +182,8 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 		var c int
 		if k%2 == 0 && len(cold) > 0 {
 			c = int(cold[rng.IntN(len(cold))])
+		} else if pool == nil {
+			c = rng.IntN(len(s.M)) // every machine: skip the identity lookup
 		} else if len(pool) > 0 {
 			c = int(pool[rng.IntN(len(pool))])
 		} else {
@@ -209,18 +211,18 @@ type eligibleKey struct {
 }
 
 // eligible returns the machines whose GPU count and model could hold r
-// (all machines for CPU jobs), built once per shape: the uniform half of a
+// (nil for CPU jobs: every machine), built once per shape: the uniform half of a
 // placement's candidates comes from it, so GPU jobs do not waste their
 // draws on CPU-only machines.
 func (s *Sim) eligible(r *Request) []int32 {
 	if r.GPUs == 0 {
-		return s.allMachines
+		return nil // all machines
 	}
 	k := eligibleKey{r.GPUs, r.Models}
 	if l, ok := s.eligibleCache[k]; ok {
 		return l
 	}
-	var l []int32
+	l := []int32{} // non-nil even when empty: nil means every machine
 	for i := range s.c.Machines {
 		if s.c.Machines[i].GPUs >= r.GPUs && s.state.ModelOK(i, r) {
 			l = append(l, int32(i))

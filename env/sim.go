@@ -250,7 +250,6 @@ type Sim struct {
 	ld     loads
 	fields fieldRing
 	// Candidate pools of the langevin scheduler (see eligible).
-	allMachines   []int32
 	eligibleCache map[eligibleKey][]int32
 	fragTmp       []int32
 	ctl           controller
@@ -322,10 +321,6 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		s.jobs[i].firstRun = -1
 	}
 	s.state.Target = NewTargetWorkload(w.Jobs, s.state)
-	s.allMachines = make([]int32, n)
-	for i := range s.allMachines {
-		s.allMachines[i] = int32(i)
-	}
 	s.eligibleCache = map[eligibleKey][]int32{}
 	if s.teg.Safety {
 		s.state.guard = s.safeNew
