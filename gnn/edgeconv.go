@@ -88,11 +88,13 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 	// intermediates for the two gathers, the edge-feature product (whose
 	// inner dimension of a few features the BLAS handles poorly) and the
 	// bias.
-	z := tp.Concat(p, q, 0)
+	// (Stacked from the small end, so that each of p's and q's rows is
+	// copied once and p's once more.)
+	z := l.biasRow(first.B, hid)
 	if l.EdgeDim > 0 {
-		z = tp.Concat(z, tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim), 0)
+		z = tp.Concat(tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim), z, 0)
 	}
-	z = tp.Concat(z, l.biasRow(first.B, hid), 0)
+	z = tp.Concat(p, tp.Concat(q, z, 0), 0)
 	if len(l.MLP.Layers) == 1 {
 		// With one linear layer, p_i + b is the same in all of node i's
 		// messages, so it leaves the aggregation: max_j(p_i + b + u_ij) =
