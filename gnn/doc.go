@@ -57,5 +57,5 @@
 // layer is linear in [x_i, x_j − x_i, e_ij]), and a heterogeneous layer
 // multiplies each type's root term once, not once per relation. Buffers
 // are reused from pass to pass: a warm forward and backward pass over a
-// graph of unchanged size allocates almost nothing. See PERFORMANCE-gnn.md.
+// graph of unchanged size allocates almost nothing. See docs/PERFORMANCE.md.
 package gnn
