@@ -93,7 +93,7 @@ func (s *Sim) rerate(i int) {
 // memHeadroom is the barrier h = cap - predicted use over the horizon:
 // use now plus H·GrowthMax for every job still growing.
 func (s *Sim) memHeadroom(i int) float64 {
-	return s.ld.ms[i].mem - s.memUsage(i) - s.teg.Horizon*s.teg.GrowthMax*s.ld.mem[i].grow
+	return s.ld.hot[i].machStatic.mem - s.memUsage(i) - s.teg.Horizon*s.teg.GrowthMax*s.ld.hot[i].memAgg.grow
 }
 
 // armAlarm schedules machine i's next memory alarm: with the safety layer,
@@ -101,12 +101,12 @@ func (s *Sim) memHeadroom(i int) float64 {
 // exceed the machine's memory (an OOM).
 func (s *Sim) armAlarm(i int) {
 	s.ld.alarmVer[i]++
-	agg := &s.ld.mem[i]
+	agg := &s.ld.hot[i].memAgg
 	b := agg.b
 	if b <= 0 || !s.state.M[i].Up {
 		return
 	}
-	room := s.ld.ms[i].mem - agg.a - agg.sat
+	room := s.ld.hot[i].machStatic.mem - agg.a - agg.sat
 	if s.teg.Safety {
 		room -= s.teg.Horizon * s.teg.GrowthMax * agg.grow
 	}
@@ -201,7 +201,7 @@ func (s *Sim) barrierOK(i int, mem, cpu, gpu float64) bool {
 	if h := s.memHeadroom(i); mem > a*h && (s.state.Jobs(i) > 0 || mem > h) {
 		return false
 	}
-	if ms := &s.ld.ms[i]; ms.budget > 0 {
+	if ms := &s.ld.hot[i].machStatic; ms.budget > 0 {
 		if s.dynPower(i, cpu, gpu) > a*(ms.budget-s.ld.rackPower[ms.rack]) {
 			return false
 		}

@@ -38,7 +38,7 @@ func (v *TEGView) Energy(j *Job, r *Request, i int) float64 {
 func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 	s := v.sim
 	rec := &s.jobs[j.ID]
-	ms := &s.ld.ms[i]
+	ms := &s.ld.hot[i].machStatic
 	rack := int(ms.rack)
 	var e float64
 	if rec.state == running && rec.alloc.Machine == i {
@@ -54,7 +54,7 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 			dg = float64(r.GPUDemand()) / float64(ms.gpus*MilliGPU)
 		}
 		dk, dp := 0.0, 0.0
-		if rec.state != running || int(s.ld.ms[rec.alloc.Machine].rack) != rack {
+		if rec.state != running || int(s.ld.hot[rec.alloc.Machine].machStatic.rack) != rack {
 			if ms.uplink > 0 {
 				dk = j.NetGbps / ms.uplink
 			}
@@ -97,10 +97,10 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 	model := s.state.Model(i)
 	// F_i(M) now is cached per machine version (the fragmentation metric
 	// keeps it); refreshing it here changes no result, only when it is done.
-	if s.nodeFrag[i].ver != s.state.M[i].Ver {
+	if s.ld.hot[i].fc.ver != s.state.M[i].Ver {
 		s.refreshFrag(i)
 	}
-	here := s.nodeFrag[i].val
+	here := s.ld.hot[i].fc.val
 	if rec.state == running && rec.alloc.Machine == i {
 		for mask, k := rec.alloc.GPUMask, 0; mask != 0; mask, k = mask>>1, k+1 {
 			if mask&1 != 0 {

@@ -242,9 +242,6 @@ type Sim struct {
 	capacity struct{ cpu, mem int64 } // largest machine, for early rejection
 	power    float64                  // current draw of machines that are up, W
 	peak     float64                  // all machines at peak, W
-	// nodeFrag caches each machine's F_n(M) with the machine version it
-	// was computed at.
-	nodeFrag []fragCache
 	frag     float64
 
 	ld     loads
@@ -303,7 +300,6 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		jobs:      make([]jobRec, len(w.Jobs)),
 		onMach:    make([][]int32, n),
 		onMachBuf: make([]int32, n*onMachCap),
-		nodeFrag:  make([]fragCache, n),
 		ld:        newLoads(c),
 	}
 	s.ends.less, s.sats.less, s.alarms.less = timedLess, timedLess, timedLess
@@ -330,8 +326,8 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		s.capacity.cpu = max(s.capacity.cpu, m.CPU)
 		s.capacity.mem = max(s.capacity.mem, m.Mem)
 		s.peak += m.PeakW
-		s.nodeFrag[i].val = s.state.MachineFrag(i)
-		s.frag += s.nodeFrag[i].val
+		s.ld.hot[i].fc.val = s.state.MachineFrag(i)
+		s.frag += s.ld.hot[i].fc.val
 	}
 	if cfg.MTBF > 0 {
 		for i := range c.Machines {
@@ -639,7 +635,7 @@ func (s *Sim) repower(i int) {
 // dynPower is the utilisation-linear power of cpu millicores in use and gpu
 // milli allocated on machine i.
 func (s *Sim) dynPower(i int, cpu, gpu float64) float64 {
-	ms := &s.ld.ms[i]
+	ms := &s.ld.hot[i].machStatic
 	return ms.wattsPerCPU*cpu + ms.wattsPerGPU*gpu
 }
 
@@ -889,7 +885,7 @@ func (s *Sim) begin(id int) {
 
 // refreshFrag recomputes one machine's fragmentation contribution.
 func (s *Sim) refreshFrag(i int) {
-	fc := &s.nodeFrag[i]
+	fc := &s.ld.hot[i].fc
 	s.frag -= fc.val
 	fc.val = s.state.MachineFrag(i)
 	s.frag += fc.val
@@ -899,8 +895,8 @@ func (s *Sim) refreshFrag(i int) {
 // sampleFrag brings the fragmentation total up to date (only machines whose
 // version moved are recomputed) and records a sample.
 func (s *Sim) sampleFrag() {
-	for i := range s.nodeFrag {
-		if s.nodeFrag[i].ver != s.state.M[i].Ver {
+	for i := range s.ld.hot {
+		if s.ld.hot[i].fc.ver != s.state.M[i].Ver {
 			s.refreshFrag(i)
 		}
 	}

@@ -134,7 +134,7 @@ func TestFieldHandComputed(t *testing.T) {
 	// m2: CPU 2000/8000 = 0.25, memory 12288/16384 = 0.75.
 	s.ld.cpuUse = []float64{5000, 4800, 2000}
 	for i, sat := range []float64{2048, 0, 12288} {
-		s.ld.mem[i].sat = sat
+		s.ld.hot[i].memAgg.sat = sat
 	}
 	r2 := Request{GPUs: 2, Milli: MilliGPU, Class: 3}
 	if _, err := s.state.allocate(0, &r2, -1); err != nil {

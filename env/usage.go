@@ -84,14 +84,21 @@ func drawUsage(seed uint64, j *Job, run uint32, t float64, cfg *TEGConfig) usage
 // check at 100k machines costs a cache line, not one per array.
 type loads struct {
 	cpuUse       []float64 // millicores in use
-	mem          []memAgg
-	ms           []machStatic
+	hot          []machHot
 	rackTraffic  []float64 // Gbit/s through each rack's uplink
 	rackPower    []float64 // W per rack, down machines counted at idle
 	power        []float64 // W per machine (0 when down)
 	barrierPower []float64 // W per machine as the rack barrier counts it
 	rackV        []float64 // scratch: rack terms of the field
 	alarmVer     []uint32  // version of each machine's memory alarm
+}
+
+// machHot is everything a candidate check reads per machine besides the
+// State record: two cache lines, where separate arrays cost one line each.
+type machHot struct {
+	memAgg
+	machStatic
+	fc fragCache // F_n(M) cached by machine version
 }
 
 // memAgg is a machine's memory-use aggregate.
@@ -115,7 +122,7 @@ type machStatic struct {
 func newLoads(c *Cluster) loads {
 	n, r := len(c.Machines), len(c.Racks)
 	l := loads{
-		cpuUse: make([]float64, n), mem: make([]memAgg, n), ms: make([]machStatic, n), alarmVer: make([]uint32, n),
+		cpuUse: make([]float64, n), hot: make([]machHot, n), alarmVer: make([]uint32, n),
 		rackTraffic: make([]float64, r), rackPower: make([]float64, r), rackV: make([]float64, r),
 		power: make([]float64, n), barrierPower: make([]float64, n),
 	}
@@ -123,7 +130,7 @@ func newLoads(c *Cluster) loads {
 		m := &c.Machines[i]
 		rk := &c.Racks[m.Rack]
 		perCPU, perGPU := dynCoefficients(m)
-		l.ms[i] = machStatic{cpu: float64(m.CPU), mem: float64(m.Mem), wattsPerCPU: perCPU, wattsPerGPU: perGPU,
+		l.hot[i].machStatic = machStatic{cpu: float64(m.CPU), mem: float64(m.Mem), wattsPerCPU: perCPU, wattsPerGPU: perGPU,
 			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, rack: int32(m.Rack), gpus: int32(m.GPUs)}
 	}
 	return l
@@ -131,7 +138,7 @@ func newLoads(c *Cluster) loads {
 
 // memUsage is machine i's memory in use now, MiB.
 func (s *Sim) memUsage(i int) float64 {
-	m := &s.ld.mem[i]
+	m := &s.ld.hot[i].memAgg
 	return max(0, m.a+m.b*s.now+m.sat)
 }
 
@@ -140,7 +147,7 @@ func (s *Sim) addUsage(id, i int, sign float64) {
 	r := &s.jobs[id]
 	j := &s.w.Jobs[id]
 	req := float64(j.Mem)
-	m := &s.ld.mem[i]
+	m := &s.ld.hot[i].memAgg
 	s.ld.cpuUse[i] += sign * r.use.cpu * float64(j.CPU)
 	if r.saturated {
 		m.sat += sign * req * r.use.ceil
