@@ -1,6 +1,6 @@
 // Command tegrl trains and serves learned cluster schedulers. Today it runs
-// the cluster simulator (tegrl simulate) and the FGD GPU saturation
-// experiment (tegrl saturate); see ../../../shared/ARCHITECTURE.md for the
+// the cluster simulator (tegrl simulate), the TEG parameter search (tegrl
+// tune) and the FGD GPU saturation experiment (tegrl saturate); see ../../../shared/ARCHITECTURE.md for the
 // commands to come.
 //
 // This package holds flags and configuration only; the work is done by the
@@ -53,12 +53,16 @@ It models a cluster (machines, GPUs, racks, network) and its workload (jobs
 from synthetic generators or public traces such as Alibaba's GPU cluster
 trace), and compares placement policies on it: classic baselines (random,
 best-fit, dot product, GPU packing, GPU clustering, FGD, kube-scheduler's
-default, power of two choices), the Thermo-Economic Governor's Langevin
-dynamics, and learned policies.
+default, power of two choices) and the Thermo-Economic Governor's pure
+Langevin dynamics; learned policies come next.
 
 Commands available today:
-  simulate   run the cluster simulator on a workload with one or more
-             schedulers and report job, utilisation and energy metrics
+  simulate   run the cluster simulator (with the TEG dynamics: potential
+             field, Langevin moves, safety layer, damping controller,
+             tokens) on a workload with one or more schedulers and report
+             job, utilisation, energy, safety and reward metrics
+  tune       grid-search a scheduler's TEG parameters on training seeds,
+             ranked by mean reward
   saturate   the FGD GPU saturation experiment: fill the GPU cluster with
              pods that never finish and compare allocation and fragmentation
 
