@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -167,81 +166,34 @@ func RunSaturation(ctx context.Context, cfg SaturationConfig) ([][]env.Saturatio
 	}
 	seeds := slices.Clone(cfg.Seeds)
 	slices.Sort(seeds)
-	workers := cfg.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
-	type job struct{ sched, seed int }
-	type result struct {
-		job
-		run     env.SaturationRun
-		elapsed time.Duration
-		err     error
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	jobs := make(chan job)
-	results := make(chan result)
-	var wg sync.WaitGroup
-	for range min(workers, len(cfg.Schedulers)*len(seeds)) {
-		wg.Go(func() {
-			for j := range jobs {
-				// A fresh scheduler per run: schedulers keep caches.
-				sched, err := env.NewScheduler(cfg.Schedulers[j.sched])
-				var run env.SaturationRun
-				start := time.Now()
-				if err == nil {
-					run, err = env.Saturate(cfg.Cluster, cfg.Trace, sched, seeds[j.seed], cfg.Tune)
-				}
-				if err != nil {
-					err = fmt.Errorf("saturate %s seed %d: %w", cfg.Schedulers[j.sched], seeds[j.seed], err)
-				}
-				results <- result{job: j, run: run, elapsed: time.Since(start), err: err}
-			}
-		})
-	}
-	go func() {
-		defer close(jobs)
-		for i := range cfg.Schedulers {
-			for k := range seeds {
-				if ctx.Err() != nil { // select alone may still pick the send
-					return
-				}
-				select {
-				case jobs <- job{i, k}:
-				case <-ctx.Done():
-					return
-				}
-			}
-		}
-	}()
-	go func() { wg.Wait(); close(results) }()
-
 	runs := make([][]env.SaturationRun, len(cfg.Schedulers))
 	for i := range runs {
 		runs[i] = make([]env.SaturationRun, len(seeds))
 	}
-	var firstErr error
-	done := 0
-	for r := range results {
-		if r.err != nil {
-			if firstErr == nil {
-				firstErr = r.err
-				cancel()
-			}
-			continue
+	var mu sync.Mutex // OnRun is called from one goroutine at a time
+	n := len(cfg.Schedulers) * len(seeds)
+	err := forEach(ctx, n, cfg.Workers, func(k int) error {
+		i, si := k/len(seeds), k%len(seeds)
+		// A fresh scheduler per run: schedulers keep caches.
+		sched, err := env.NewScheduler(cfg.Schedulers[i])
+		start := time.Now()
+		var run env.SaturationRun
+		if err == nil {
+			run, err = env.Saturate(cfg.Cluster, cfg.Trace, sched, seeds[si], cfg.Tune)
 		}
-		runs[r.sched][r.seed] = r.run
-		done++
+		if err != nil {
+			return fmt.Errorf("saturate %s seed %d: %w", cfg.Schedulers[i], seeds[si], err)
+		}
+		runs[i][si] = run
 		if cfg.OnRun != nil {
-			cfg.OnRun(r.run, r.elapsed)
+			mu.Lock()
+			cfg.OnRun(run, time.Since(start))
+			mu.Unlock()
 		}
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	if done < len(cfg.Schedulers)*len(seeds) {
-		return nil, fmt.Errorf("run saturation: stopped after %d of %d runs: %w", done, len(cfg.Schedulers)*len(seeds), context.Cause(ctx))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("run saturation: %w", err)
 	}
 	return runs, nil
 }

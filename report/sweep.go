@@ -189,6 +189,9 @@ func forEach(ctx context.Context, n, workers int, fn func(i int) error) error {
 	}
 feed:
 	for i := 0; i < n; i++ {
+		if ctx.Err() != nil { // select alone may still pick the send
+			break
+		}
 		select {
 		case next <- i:
 		case <-ctx.Done():
