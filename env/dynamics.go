@@ -25,15 +25,15 @@ func (s *Sim) jobRate(id, i int) float64 {
 		return 1
 	}
 	r := &s.jobs[id]
-	m := &s.c.Machines[i]
-	rate := 1 / (1 + max(0, s.ld.cpuUse[i]/float64(m.CPU)-1))
+	h := &s.ld.hot[i]
+	rate := 1 / (1 + max(0, s.ld.cpuUse[i]/h.cpu-1))
 	if r.alloc.GPUMask != 0 && r.alloc.Milli < MilliGPU {
 		// Share job: interference from the other jobs on its GPU.
 		j := trailingZeros(r.alloc.GPUMask)
 		sharers := int(s.state.Sharers(i)[j])
 		rate *= max(0.5, 1-0.1*float64(sharers-1))
 	}
-	if spansGroups(m, r.alloc.GPUMask) {
+	if spansPacked(h.groups, r.alloc.GPUMask) {
 		rate *= 0.7
 	}
 	return rate
@@ -49,18 +49,32 @@ func trailingZeros(m uint32) int {
 }
 
 // spansGroups reports whether a GPU set crosses NVLink groups.
-func spansGroups(m *Machine, mask uint32) bool {
+func spansGroups(m *Machine, mask uint32) bool { return spansPacked(packGroups(m), mask) }
+
+// packGroups packs a machine's NVLink group per GPU into 4 bits each, so the
+// hot paths read one word instead of the machine's group slice.
+func packGroups(m *Machine) uint64 {
+	var p uint64
+	for j, g := range m.GPUGroup {
+		p |= uint64(g&0xf) << (4 * uint(j))
+	}
+	return p
+}
+
+// spansPacked reports whether the GPUs in mask span more than one group.
+func spansPacked(groups uint64, mask uint32) bool {
 	if mask&(mask-1) == 0 {
 		return false
 	}
-	g := -1
-	for j := 0; j < m.GPUs; j++ {
-		if mask&(1<<uint(j)) == 0 {
+	first := -1
+	for j := 0; mask != 0; j, mask = j+1, mask>>1 {
+		if mask&1 == 0 {
 			continue
 		}
-		if g < 0 {
-			g = int(m.GPUGroup[j])
-		} else if int(m.GPUGroup[j]) != g {
+		g := int(groups>>(4*uint(j))) & 0xf
+		if first < 0 {
+			first = g
+		} else if g != first {
 			return true
 		}
 	}

@@ -74,10 +74,10 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 	}
 	if r.GPUs > 1 && v.Config.GangPenalty > 0 {
 		if rec.state == running && rec.alloc.Machine == i {
-			if spansGroups(&s.c.Machines[i], rec.alloc.GPUMask) {
+			if spansPacked(ms.groups, rec.alloc.GPUMask) {
 				e += v.Config.GangPenalty
 			}
-		} else if gangSplits(s.state, i, r) {
+		} else if gangSplitsPacked(s.state, i, r, ms.groups) {
 			e += v.Config.GangPenalty
 		}
 	}
@@ -130,7 +130,11 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 // gangSplits reports whether the lowest-indexed fully free GPUs the
 // allocator would give r on machine i span NVLink groups (X_j = 1).
 func gangSplits(st *State, i int, r *Request) bool {
-	m := &st.C.Machines[i]
+	return gangSplitsPacked(st, i, r, packGroups(&st.C.Machines[i]))
+}
+
+// gangSplitsPacked is gangSplits with the machine's packed groups.
+func gangSplitsPacked(st *State, i int, r *Request, groups uint64) bool {
 	need := r.GPUs
 	var mask uint32
 	for j, g := range st.GPUs(i) {
@@ -142,7 +146,7 @@ func gangSplits(st *State, i int, r *Request) bool {
 			need--
 		}
 	}
-	return spansGroups(m, mask)
+	return spansPacked(groups, mask)
 }
 
 // Langevin is the pure Langevin governor: the TEG with no learning. A new

@@ -115,6 +115,7 @@ type machStatic struct {
 	wattsPerGPU float64 // dynamic power per milli-GPU allocated
 	budget      float64 // its rack's power budget, W
 	uplink      float64 // its rack's uplink, Gbit/s
+	groups      uint64  // NVLink group of each GPU, 4 bits each (packGroups)
 	rack        int32
 	gpus        int32
 }
@@ -131,7 +132,7 @@ func newLoads(c *Cluster) loads {
 		rk := &c.Racks[m.Rack]
 		perCPU, perGPU := dynCoefficients(m)
 		l.hot[i].machStatic = machStatic{cpu: float64(m.CPU), mem: float64(m.Mem), wattsPerCPU: perCPU, wattsPerGPU: perGPU,
-			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, rack: int32(m.Rack), gpus: int32(m.GPUs)}
+			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, groups: packGroups(m), rack: int32(m.Rack), gpus: int32(m.GPUs)}
 	}
 	return l
 }
