@@ -2,6 +2,7 @@ package gnn
 
 import (
 	"math"
+	"os"
 	"reflect"
 	"testing"
 
@@ -150,6 +151,41 @@ func TestEncoderOnEnv(t *testing.T) {
 	for range 60 {
 		sim.Step()
 	}
+	checkEncoderOn(t, sim, w)
+}
+
+// TestEncoderOnAlibaba runs the default encoder on an observation of the
+// real 1,523-machine Alibaba GPU cluster under the synthetic workload.
+func TestEncoderOnAlibaba(t *testing.T) {
+	const nodes = "../../shared/traces/alibaba-gpu-v2023/nodes.csv"
+	if _, err := os.Stat(nodes); err != nil {
+		t.Skipf("shared trace not found at %s (a fresh clone has no ../shared): %v", nodes, err)
+	}
+	c, err := env.LoadAlibabaGPUNodes(nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := env.DefaultWorkload
+	cfg.Horizon = 1800
+	w, err := env.NewSyntheticWorkload(c, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := env.NewSim(c, w, &env.Langevin{}, env.SimConfig{Seed: 3, Duration: cfg.Horizon})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		sim.Step()
+	}
+	checkEncoderOn(t, sim, w)
+}
+
+// checkEncoderOn observes sim (the pending job is one from the middle of
+// w), builds the graph and runs the default encoder: every node gets a
+// finite 64-wide embedding, and the cluster is busy.
+func checkEncoderOn(t *testing.T, sim *env.Sim, w *env.Workload) {
+	t.Helper()
 	var ts env.Tensors
 	sim.Observe(&ts, &w.Jobs[len(w.Jobs)/2])
 	g, err := Build(&ts)
