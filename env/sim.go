@@ -483,6 +483,7 @@ func (s *Sim) skipIdle() {
 		return
 	}
 	k := int(skip)
+	s.tickJudged, s.tickMet = 0, 0 // nothing is judged in a skipped tick
 	s.integrate(dt, k)
 	s.tok.decay(skip * dt)
 	s.reward(k)

@@ -156,3 +156,32 @@ func TestSimConfigErrors(t *testing.T) {
 		t.Error("unsorted workload accepted")
 	}
 }
+
+// TestSkippedTicksJudgeNothing: ticks skipped while the cluster idles carry
+// no SLA judgements. One job misses its deadline at t=20 (S = 0 in that
+// tick), the next arrives at t=1000; every other tick, skipped or not, has
+// S = 1, so the mean success term is exactly 100/101 over 101 ticks.
+func TestSkippedTicksJudgeNothing(t *testing.T) {
+	c := &Cluster{
+		Machines: []Machine{newMachine("a", 8000, 8192, 0, "", 0)},
+		Racks:    []Rack{{Name: "r", Leaf: 0}},
+		Leaves:   []Leaf{{Name: "l"}},
+		Zones:    []Zone{{Name: "z"}},
+	}
+	c.finish()
+	w := &Workload{Name: "gap", Jobs: []Job{
+		{ID: 0, Name: "late", Arrival: 0, Duration: 10, CPU: 1000, Mem: 1024, Service: -1, Deadline: 1},
+		{ID: 1, Name: "ok", Arrival: 1000, Duration: 10, CPU: 1000, Mem: 1024, Service: -1, Deadline: 1000},
+	}}
+	sim, err := NewSim(c, w, &BestFit{}, SimConfig{Seed: 1, Tick: 10, MTBF: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sim.Run()
+	if m.Ticks != 101 || m.JobsCompleted != 2 {
+		t.Fatalf("ticks %d, completed %d; want 101 and 2", m.Ticks, m.JobsCompleted)
+	}
+	if want := 100.0 / 101; math.Abs(m.RewardSuccess-want) > 1e-12 {
+		t.Errorf("mean success term %v, want %v", m.RewardSuccess, want)
+	}
+}
