@@ -69,6 +69,7 @@ type MachineState struct {
 	// nclass counts the distinct GPU classes present.
 	nclass int8
 	Up     bool
+	_      [20]byte // pad to 64 bytes: one record, one cache line
 }
 
 // State is the dynamic allocation state of a cluster: free resources per

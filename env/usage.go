@@ -99,6 +99,7 @@ type machHot struct {
 	memAgg
 	machStatic
 	fc fragCache // F_n(M) cached by machine version
+	_  [16]byte  // pad to 128 bytes: two whole cache lines
 }
 
 // memAgg is a machine's memory-use aggregate.
