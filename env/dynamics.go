@@ -48,9 +48,6 @@ func trailingZeros(m uint32) int {
 	return n
 }
 
-// spansGroups reports whether a GPU set crosses NVLink groups.
-func spansGroups(m *Machine, mask uint32) bool { return spansPacked(packGroups(m), mask) }
-
 // packGroups packs a machine's NVLink group per GPU into 4 bits each, so the
 // hot paths read one word instead of the machine's group slice.
 func packGroups(m *Machine) uint64 {

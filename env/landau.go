@@ -19,7 +19,6 @@ type controller struct {
 	last       float64
 	// queued work, maintained by the simulation
 	queuedCPU, queuedGPU float64
-	capCPU, capGPU       float64
 	overridden           bool
 }
 

@@ -155,7 +155,6 @@ type tenantQueues struct {
 	q   [][]int32 // per tenant; -1 marks a removed entry until compact
 	n   int       // live entries
 	pos []int     // merge cursor per tenant during a pass
-	pri []float64 // head priority per tenant during a pass
 	key []float64
 	// dirty is set when entries were marked removed since the last compact.
 	dirty bool

@@ -268,7 +268,6 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 		id       string
 		fd1, fd2 int64
 		cpu, mem int64
-		first    int
 	}
 	var rows []mrow
 	seen := map[string]int{}
