@@ -170,19 +170,36 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 	if v == nil || v.Field == nil {
 		return Wait // outside a TEG simulation there is no field
 	}
-	s, r := obs.State, &obs.Req
-	f := v.Field
-	d := v.Config.PlaceCandidates
-	cold := f.Cold
+	r := &obs.Req
+	p.cand = v.Candidates(r, v.Config.PlaceCandidates, rng, p.cand[:0])
+	p.e = p.e[:0]
+	for _, c := range p.cand {
+		p.e = append(p.e, v.Energy(obs.Job, r, c))
+	}
+	a := Wait
+	a.Affinity = v.Config.Affinity
+	if len(p.cand) == 0 {
+		return a
+	}
+	a.Node = p.cand[boltzmann(p.e, v.Temperature(), rng)]
+	return a
+}
+
+// Candidates appends to dst up to d distinct machines that admit r (fit and
+// pass the safety barrier): half drawn from the field's cold list, half
+// uniform among the machines whose capacity could hold r, with at most 2d
+// draws, so a crowded cluster gets a second chance before the job waits.
+// It is the O(d) candidate set of the langevin scheduler, shared by the
+// learned policies so that their decisions cost O(1) in cluster size too.
+func (v *TEGView) Candidates(r *Request, d int, rng *rand.Rand, dst []int) []int {
+	s := v.sim.state
+	cold := v.Field.Cold
 	if r.GPUs > 0 {
-		cold = f.ColdGPU
+		cold = v.Field.ColdGPU
 	}
 	pool := v.sim.eligible(r)
-	p.cand, p.e = p.cand[:0], p.e[:0]
-	// Half the candidates from the cold list, half uniform among the
-	// machines whose capacity can hold the job; twice d draws at most, so a
-	// crowded cluster gets a second chance before the job waits.
-	for k := 0; k < 2*d && len(p.cand) < d; k++ {
+	start := len(dst)
+	for k := 0; k < 2*d && len(dst)-start < d; k++ {
 		var c int
 		if k%2 == 0 && len(cold) > 0 {
 			c = int(cold[rng.IntN(len(cold))])
@@ -193,19 +210,12 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 		} else {
 			break
 		}
-		if !s.Admit(c, r) || containsInt(p.cand, c) {
+		if !s.Admit(c, r) || containsInt(dst[start:], c) {
 			continue
 		}
-		p.cand = append(p.cand, c)
-		p.e = append(p.e, v.Energy(obs.Job, r, c))
+		dst = append(dst, c)
 	}
-	a := Wait
-	a.Affinity = v.Config.Affinity
-	if len(p.cand) == 0 {
-		return a
-	}
-	a.Node = p.cand[boltzmann(p.e, v.Temperature(), rng)]
-	return a
+	return dst
 }
 
 // eligibleKey is what decides which machines could ever hold a request.
