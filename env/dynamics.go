@@ -454,6 +454,11 @@ func (s *Sim) reward(k int) {
 	s.acc.rewardLatency += kf * latency
 	s.acc.rewardTicks += k
 	s.lastReward = RewardTerms{Total: r, Success: succ, Energy: energy, Latency: latency}
+	s.accrued.Total += kf * r
+	s.accrued.Success += kf * succ
+	s.accrued.Energy += kf * energy
+	s.accrued.Latency += kf * latency
+	s.accrued.Slowdown += kf * s.cfg.Tick * s.inSystem
 }
 
 // RewardTerms is one tick's reward and its normalised terms.
@@ -463,6 +468,22 @@ type RewardTerms struct {
 
 // LastReward returns the reward of the last tick.
 func (s *Sim) LastReward() RewardTerms { return s.lastReward }
+
+// Accrual sums a run's per-tick rewards from its start, skipped idle
+// ticks included, so that a learner can difference two readings to get the
+// reward earned between two decisions.
+type Accrual struct {
+	RewardTerms
+	// Slowdown is the integral over time of Σ 1/duration over the jobs in
+	// the system (queued or running). A job that completes adds
+	// JCT/duration, its slowdown, so the differences of Slowdown are the
+	// per-step cost whose sum is the run's total slowdown (DeepRM's reward,
+	// Mao et al. 2016), counting the jobs that have not finished yet.
+	Slowdown float64
+}
+
+// Accrued returns the reward accrued since the start of the run.
+func (s *Sim) Accrued() Accrual { return s.accrued }
 
 // maxReplicas bounds a service's replicas under replica actions.
 const maxReplicas = 64
@@ -493,6 +514,7 @@ func (s *Sim) applyService(id int, a Action) {
 		s.acc.replicasAdded++
 		s.tok.replicas[svc]++
 		s.jobs[clone.ID].tenant = int32(s.tok.index(clone.Tenant))
+		s.inSystem += 1 / max(clone.Duration, 1)
 		s.enqueue(clone.ID, s.now)
 	}
 	for ; d < 0 && s.tok.replicas[svc] > 1; d++ {
@@ -506,6 +528,7 @@ func (s *Sim) applyService(id int, a Action) {
 			break
 		}
 		s.jobs[victim].state = cancelled
+		s.leave(victim)
 		s.tok.replicas[svc]--
 		s.acc.replicasRemoved++
 	}

@@ -256,6 +256,8 @@ type Sim struct {
 	tickJudged, tickMet int
 	queuedArrivalSum    float64
 	lastReward          RewardTerms
+	accrued             Accrual
+	inSystem            float64 // Σ 1/max(duration, 1) over queued and running jobs
 
 	acc  metricsAcc
 	hist loadHistory // machines' load over the last ticks (observation.go)
@@ -519,6 +521,7 @@ func (s *Sim) arrive(id int) {
 		s.tok.replicas[j.Service]++
 	}
 	r.work = j.Duration
+	s.inSystem += 1 / max(j.Duration, 1)
 	s.enqueue(id, j.Arrival)
 }
 
@@ -601,6 +604,7 @@ func (s *Sim) kill(id int, at float64) {
 	if r.restarts > s.cfg.MaxRestarts {
 		r.state = failed
 		s.acc.failed++
+		s.leave(id)
 		if svc := s.w.Jobs[id].Service; svc >= 0 {
 			s.tok.replicas[svc]--
 		}
@@ -750,6 +754,7 @@ func (s *Sim) complete(id int) {
 	j := &s.w.Jobs[id]
 	r.state = completed
 	s.acc.completed++
+	s.leave(id)
 	if j.Service >= 0 {
 		s.tok.replicas[j.Service]--
 	}
@@ -758,6 +763,14 @@ func (s *Sim) complete(id int) {
 	s.acc.slowdown += jct / max(j.Duration, 1)
 	if !r.judged {
 		s.judge(id, j.Deadline > 0 && jct > j.Deadline)
+	}
+}
+
+// leave takes a job that arrived out of the system's slowdown accrual.
+func (s *Sim) leave(id int) {
+	s.inSystem -= 1 / max(s.w.Jobs[id].Duration, 1)
+	if s.inSystem < 1e-12 {
+		s.inSystem = 0 // no drift below zero from rounding
 	}
 }
 

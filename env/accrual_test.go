@@ -1,0 +1,59 @@
+package env
+
+import (
+	"math"
+	"testing"
+)
+
+// TestAccruedSlowdown: with no failures and a run that drains, the accrued
+// slowdown equals the sum of the jobs' slowdowns up to the tick rounding
+// of arrivals (each job is counted from the end of its arrival tick, at
+// most one tick late).
+func TestAccruedSlowdown(t *testing.T) {
+	c, err := NewSyntheticCluster(40, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultWorkload
+	cfg.Horizon = 1800
+	w, err := NewSyntheticWorkload(c, cfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim, err := NewSim(c, w, &Langevin{}, SimConfig{Seed: 7, MTBF: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prev := sim.Accrued()
+	for !sim.Done() {
+		sim.Step()
+		a := sim.Accrued()
+		if a.Slowdown < prev.Slowdown || a.Total < prev.Total {
+			t.Fatalf("accrual decreased: %+v -> %+v", prev, a)
+		}
+		prev = a
+	}
+	m := sim.Metrics()
+	if m.JobsCompleted == 0 || m.JobsQueued+m.JobsRunning != 0 {
+		t.Fatalf("run did not drain: %+v", m)
+	}
+	var want, slack float64
+	for i := range sim.w.Jobs {
+		j := &sim.w.Jobs[i]
+		if sim.jobs[i].state == completed {
+			slack += sim.cfg.Tick / max(j.Duration, 1)
+		}
+	}
+	want = m.MeanSlowdown * float64(m.JobsCompleted)
+	got := prev.Slowdown
+	if got > want+1e-6 || got < want-slack-1e-6 {
+		t.Fatalf("accrued slowdown %.4f, want within [%.4f, %.4f]", got, want-slack, want)
+	}
+	if sim.inSystem != 0 {
+		t.Fatalf("jobs in system after the run: Σ1/T = %g", sim.inSystem)
+	}
+	// The reward accrual matches the metrics' time average.
+	if r := prev.Total / float64(m.Ticks); math.Abs(r-m.RewardMean) > 1e-9 {
+		t.Fatalf("accrued reward / ticks = %.12f, metrics reward_mean %.12f", r, m.RewardMean)
+	}
+}
