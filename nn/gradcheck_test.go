@@ -175,6 +175,7 @@ func testGradients(t *testing.T) {
 		for name, f := range map[string]func(*Tape[float64], *Tensor[float64]) *Tensor[float64]{
 			"Tanh": (*Tape[float64]).Tanh, "Sigmoid": (*Tape[float64]).Sigmoid, "SiLU": (*Tape[float64]).SiLU,
 			"GELU": (*Tape[float64]).GELU, "Exp": (*Tape[float64]).Exp, "Square": (*Tape[float64]).Square,
+			"Softplus": (*Tape[float64]).Softplus,
 		} {
 			add(name, func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return f(tp, in[0]) },
 				tn(randn(rng, m*n), m, n))

@@ -235,6 +235,7 @@ const (
 	unaryExp
 	unaryLog
 	unarySquare
+	unarySoftplus
 )
 
 // ReLU returns max(x, 0) elementwise.
@@ -261,6 +262,13 @@ func (tp *Tape[T]) Log(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unaryLog) }
 
 // Square returns x² elementwise.
 func (tp *Tape[T]) Square(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unarySquare) }
+
+// Softplus returns ln(1+exp(x)) elementwise, computed without overflow; it
+// maps a network output to a positive parameter (e.g. Beta's α - 1).
+func (tp *Tape[T]) Softplus(x *Tensor[T]) *Tensor[T] { return tp.unary(x, unarySoftplus) }
+
+// softplus is ln(1+eˣ) = max(x, 0) + ln(1+e^-|x|).
+func softplus(x float64) float64 { return max(x, 0) + math.Log1p(math.Exp(-math.Abs(x))) }
 
 const (
 	geluC = 0.7978845608028654 // √(2/π)
@@ -312,6 +320,10 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 		for i, v := range x.Data {
 			y[i] = v * v
 		}
+	case unarySoftplus:
+		for i, v := range x.Data {
+			y[i] = T(softplus(f64(v)))
+		}
 	}
 	tp.record(node[T]{op: opUnary, out: out, a: x, unary: k})
 	return out
@@ -362,6 +374,10 @@ func backUnary[T Float](n *node[T]) {
 	case unarySquare:
 		for i, v := range g {
 			gx[i] += 2 * v * x[i]
+		}
+	case unarySoftplus:
+		for i, v := range g {
+			gx[i] += v * T(sigmoid(f64(x[i])))
 		}
 	}
 }
