@@ -35,6 +35,9 @@ type SimConfig struct {
 	// TEG configures the Thermo-Economic Governor's mechanisms; nil means
 	// GovernorTEG(scheduler name).
 	TEG *TEGConfig
+	// Series records job outcomes and a sampled time series (series.go);
+	// off by default.
+	Series SeriesConfig
 }
 
 // DefaultSimConfig holds the defaults: 10 s ticks, machines failing once a
@@ -73,7 +76,7 @@ func (c *SimConfig) fill() error {
 	case c.ScanLimit < 0 || c.StarveAfter < 0 || c.MaxRestarts < 0 || c.FragEvery < 0:
 		return fmt.Errorf("negative limit in %+v", *c)
 	}
-	return nil
+	return c.Series.validate()
 }
 
 func setDefault[T comparable](v *T, d T) {
@@ -259,8 +262,9 @@ type Sim struct {
 	accrued             Accrual
 	inSystem            float64 // Σ 1/max(duration, 1) over queued and running jobs
 
-	acc  metricsAcc
-	hist loadHistory // machines' load over the last ticks (observation.go)
+	acc    metricsAcc
+	hist   loadHistory // machines' load over the last ticks (observation.go)
+	series *Series     // nil unless cfg.Series is on (series.go)
 }
 
 // NewSim prepares a run of workload w on cluster c under sched.
@@ -303,6 +307,7 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		onMach:    make([][]int32, n),
 		onMachBuf: make([]int32, n*onMachCap),
 		ld:        newLoads(c),
+		series:    newSeries(&cfg, len(w.Jobs)),
 	}
 	s.ends.less, s.sats.less, s.alarms.less = timedLess, timedLess, timedLess
 	s.events.less = func(a, b event) bool {
@@ -448,6 +453,7 @@ func (s *Sim) Step() {
 	}
 	s.reward(1)
 	s.recordHistory()
+	s.seriesTick()
 }
 
 // skipIdle jumps to the tick before the next event while the state is
@@ -486,6 +492,7 @@ func (s *Sim) skipIdle() {
 	}
 	k := int(skip)
 	s.tickJudged, s.tickMet = 0, 0 // nothing is judged in a skipped tick
+	s.seriesSkip(k)
 	s.integrate(dt, k)
 	s.tok.decay(skip * dt)
 	s.reward(k)
@@ -760,7 +767,9 @@ func (s *Sim) complete(id int) {
 	}
 	jct := s.now - j.Arrival
 	s.acc.jct = append(s.acc.jct, jct)
-	s.acc.slowdown += jct / max(j.Duration, 1)
+	slowdown := jct / max(j.Duration, 1)
+	s.acc.slowdown += slowdown
+	s.seriesJob(id, jct, slowdown)
 	if !r.judged {
 		s.judge(id, j.Deadline > 0 && jct > j.Deadline)
 	}
