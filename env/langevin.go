@@ -84,6 +84,16 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 	return e
 }
 
+// FragAdded is the GPU fragmentation (milli-GPU, FGD's F_i(M)) that job j
+// would add to machine i: a learned policy's view of the energy's
+// fragmentation term.
+func (v *TEGView) FragAdded(j *Job, r *Request, i int) float64 {
+	if r.GPUs == 0 || v.sim.state.Target == nil || v.sim.c.Machines[i].GPUs == 0 {
+		return 0
+	}
+	return v.sim.fragAdded(&v.sim.jobs[j.ID], r, i)
+}
+
 // fragAdded is the GPU fragmentation F_i(M) (milli-GPU) that the job adds
 // to machine i: with the job there minus without it. For a running job on
 // its own machine that is what leaving would remove; elsewhere, what
