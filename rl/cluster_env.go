@@ -1,0 +1,215 @@
+package rl
+
+import (
+	"fmt"
+	"iter"
+	"math/rand/v2"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// Source builds the cluster and workload of one episode from its seed.
+type Source func(seed uint64) (*env.Cluster, *env.Workload, error)
+
+// SyntheticSource is a synthetic cluster of machines with the bursty AI
+// workload at the given offered load, arriving over horizon seconds.
+func SyntheticSource(machines int, load, horizon float64) Source {
+	return func(seed uint64) (*env.Cluster, *env.Workload, error) {
+		c, err := env.NewSyntheticCluster(machines, seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg := env.DefaultWorkload
+		cfg.Load, cfg.Horizon = load, horizon
+		w, err := env.NewSyntheticWorkload(c, cfg, seed)
+		if err != nil {
+			return nil, nil, err
+		}
+		return c, w, nil
+	}
+}
+
+// Reward modes of a ClusterEnv.
+const (
+	// RewardSlowdown is DeepRM's objective: minus the slowdown accrued
+	// between two decisions (Σ over jobs in the system of Δt/duration), so
+	// that an episode's return is minus its total slowdown, unfinished
+	// jobs included.
+	RewardSlowdown = "slowdown"
+	// RewardTEG is the environment's multi-objective reward (task success
+	// 0.5, energy 0.3, latency 0.2 per tick) earned between two decisions.
+	RewardTEG = "teg"
+)
+
+// ClusterEnvConfig configures a ClusterEnv.
+type ClusterEnvConfig struct {
+	Source   Source
+	Duration float64 // simulated seconds per episode (0: until the workload drains)
+	// TEG configures the governor's mechanisms for the learned policy; nil
+	// means LearnedTEG().
+	TEG         *env.TEGConfig
+	Reward      string  // RewardSlowdown or RewardTEG
+	RewardScale float64 // multiplies every reward (0: 1)
+	MTBF        float64 // machine failures (0: the simulator's default; < 0: none)
+	Name        string  // scheduler name in the metrics
+}
+
+// LearnedTEG is the TEG configuration a learned policy runs under: the
+// pure Langevin governor's (field, moves, safety, tokens, contention) with
+// the Landau controller off, since the policy sets the damping itself.
+func LearnedTEG() env.TEGConfig {
+	t := env.GovernorTEG("langevin")
+	t.Controller = false
+	return t
+}
+
+// Decision is what a policy sees in a ClusterEnv: the simulator's
+// observation for one pending job and the simulation's scheduling stream
+// (candidate draws come from it, so they are part of the seeded run).
+type Decision struct {
+	Obs *env.Observation
+	RNG *rand.Rand
+}
+
+// ClusterEnv is the TEG cluster simulation as an Env: each step is one
+// scheduling decision (the simulator's Scheduler.Decide call), and the
+// reward is what accrued until the next decision. The simulation runs as a
+// coroutine (iter.Pull) that pauses inside Decide, so the simulator stays a
+// plain callback-driven state machine.
+type ClusterEnv struct {
+	cfg    ClusterEnvConfig
+	teg    env.TEGConfig
+	sim    *env.Sim
+	next   func() (Decision, bool)
+	stop   func()
+	action env.Action
+	halt   bool
+	last   env.Accrual
+	dec    Decision
+}
+
+// NewClusterEnv checks cfg and returns an environment; Reset starts it.
+func NewClusterEnv(cfg ClusterEnvConfig) (*ClusterEnv, error) {
+	if cfg.Source == nil {
+		return nil, fmt.Errorf("cluster env: no source")
+	}
+	switch cfg.Reward {
+	case "":
+		cfg.Reward = RewardSlowdown
+	case RewardSlowdown, RewardTEG:
+	default:
+		return nil, fmt.Errorf("cluster env: reward %q, want %q or %q", cfg.Reward, RewardSlowdown, RewardTEG)
+	}
+	if cfg.RewardScale == 0 {
+		cfg.RewardScale = 1
+	}
+	if cfg.Name == "" {
+		cfg.Name = "policy"
+	}
+	e := &ClusterEnv{cfg: cfg, teg: LearnedTEG()}
+	if cfg.TEG != nil {
+		e.teg = *cfg.TEG
+	}
+	return e, nil
+}
+
+// proxy is the scheduler the simulator calls: it hands the observation to
+// the coroutine's consumer and returns the action it was given.
+type proxy struct {
+	e     *ClusterEnv
+	yield func(Decision) bool
+}
+
+func (p *proxy) Name() string { return p.e.cfg.Name }
+
+func (p *proxy) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
+	if p.e.halt || !p.yield(Decision{Obs: obs, RNG: rng}) {
+		p.e.halt = true // abandoned: finish the tick without placing
+		return env.Wait
+	}
+	return p.e.action
+}
+
+// Reset implements Env. It returns a Decision with a nil Obs when the
+// episode has no decision at all.
+func (e *ClusterEnv) Reset(seed uint64) Decision {
+	d, err := e.reset(seed)
+	if err != nil {
+		panic(err) // Env has no error path; actors call ResetErr
+	}
+	return d
+}
+
+// ResetErr is Reset with the source's or the simulator's error returned.
+func (e *ClusterEnv) ResetErr(seed uint64) (Decision, error) { return e.reset(seed) }
+
+func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
+	if e.stop != nil {
+		e.stop()
+	}
+	c, w, err := e.cfg.Source(seed)
+	if err != nil {
+		return Decision{}, fmt.Errorf("cluster env seed %d: %w", seed, err)
+	}
+	p := &proxy{e: e}
+	teg := e.teg
+	sim, err := env.NewSim(c, w, p, env.SimConfig{Seed: seed, Duration: e.cfg.Duration, MTBF: e.cfg.MTBF, TEG: &teg})
+	if err != nil {
+		return Decision{}, fmt.Errorf("cluster env seed %d: %w", seed, err)
+	}
+	var t env.Tensors
+	sim.Observe(&t, nil) // start the load history
+	e.sim, e.halt, e.last = sim, false, sim.Accrued()
+	e.next, e.stop = iter.Pull(iter.Seq[Decision](func(yield func(Decision) bool) {
+		p.yield = yield
+		for !sim.Done() && !e.halt {
+			sim.Step()
+		}
+	}))
+	d, ok := e.next()
+	if !ok {
+		d = Decision{}
+	}
+	e.dec = d
+	return d, nil
+}
+
+// Step implements Env.
+func (e *ClusterEnv) Step(a env.Action) (Decision, float64, bool) {
+	if e.dec.Obs == nil {
+		return Decision{}, 0, true
+	}
+	e.action = a
+	d, ok := e.next()
+	r := e.reward()
+	if !ok {
+		e.dec = Decision{}
+		return Decision{}, r, true
+	}
+	e.dec = d
+	return d, r, false
+}
+
+// reward returns the reward accrued since the last call.
+func (e *ClusterEnv) reward() float64 {
+	a := e.sim.Accrued()
+	var r float64
+	if e.cfg.Reward == RewardSlowdown {
+		r = -(a.Slowdown - e.last.Slowdown)
+	} else {
+		r = a.Total - e.last.Total
+	}
+	e.last = a
+	return r * e.cfg.RewardScale
+}
+
+// Sim is the running simulation (its metrics at the end of an episode).
+func (e *ClusterEnv) Sim() *env.Sim { return e.sim }
+
+// Close stops the simulation coroutine.
+func (e *ClusterEnv) Close() {
+	if e.stop != nil {
+		e.stop()
+		e.stop = nil
+	}
+}

@@ -1,0 +1,108 @@
+package rl
+
+import (
+	"math"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// Normalisation of the fit features: the observation's resource scales
+// (docs/observation.md), so that they compare with the machine rows.
+const (
+	fitCPUNorm = 64000.0
+	fitMemNorm = 262144.0
+	fitGPUNorm = 8000.0
+	// energyClip bounds the energy features, in units of the temperature.
+	energyClip = 20.0
+)
+
+// Featurizer turns a Decision into a policy sample. It keeps the
+// observation tensors between decisions, so that refreshes are
+// incremental (see env.Tensors).
+type Featurizer struct {
+	t    env.Tensors
+	cand []int
+	e    []float64
+}
+
+// Append adds d's sample to s and reports whether there is one: false when
+// the decision is outside a TEG simulation or no machine admits the job.
+func (f *Featurizer) Append(d Decision, s *Samples) bool {
+	obs := d.Obs
+	if obs == nil || !obs.FillTensors(&f.t) {
+		return false
+	}
+	t := &f.t
+	K := s.K
+	f.cand = f.cand[:0]
+	n := 0
+	for _, ok := range t.Mask {
+		if ok {
+			n++
+		}
+	}
+	if n <= K {
+		for i, ok := range t.Mask {
+			if ok {
+				f.cand = append(f.cand, i)
+			}
+		}
+	} else {
+		f.cand = obs.TEG.Candidates(&obs.Req, K, d.RNG, f.cand)
+	}
+	if len(f.cand) == 0 {
+		return false
+	}
+	// Langevin energies: relative to the best candidate in units of the
+	// temperature, and as the log of the Boltzmann probability the pure
+	// governor would give each candidate.
+	temp := max(obs.TEG.Temperature(), 1e-9)
+	f.e = f.e[:0]
+	emin := math.Inf(1)
+	for _, i := range f.cand {
+		e := obs.TEG.Energy(obs.Job, &obs.Req, i)
+		f.e = append(f.e, e)
+		emin = min(emin, e)
+	}
+	var z float64
+	for _, e := range f.e {
+		z += math.Exp(-(e - emin) / temp)
+	}
+	logZ := math.Log(z)
+
+	cand, nodes, ctx := s.grow()
+	j := s.Len() - 1
+	st := obs.State
+	req := &obs.Req
+	const C = env.HistoryChannels
+	for k, i := range f.cand {
+		row := cand[k*CandFeatures : (k+1)*CandFeatures]
+		copy(row, t.Machine[i*env.MachineFeatures:(i+1)*env.MachineFeatures])
+		x := row[env.MachineFeatures:]
+		h := t.History[i*env.HistoryLen*C : (i+1)*env.HistoryLen*C]
+		copy(x[:C], h[(env.HistoryLen-1)*C:])
+		for step := 0; step < env.HistoryLen; step++ {
+			for c := 0; c < C; c++ {
+				x[C+c] += h[step*C+c] / env.HistoryLen
+			}
+		}
+		x = x[2*C:]
+		m := &st.M[i]
+		x[0] = float32(float64(m.FreeCPU-req.CPU) / fitCPUNorm)
+		x[1] = float32(float64(m.FreeMem-req.Mem) / fitMemNorm)
+		x[2] = float32(float64(int64(m.IdleGPU)-req.GPUDemand()) / fitGPUNorm)
+		rel := (f.e[k] - emin) / temp
+		x[3] = float32(-min(rel, energyClip) / energyClip)
+		x[4] = float32(max(-rel-logZ, -energyClip) / energyClip)
+		x[5] = float32(math.Copysign(math.Log1p(math.Abs(f.e[k])), f.e[k]) / 5)
+		x[6] = float32(obs.TEG.FragAdded(obs.Job, req, i) / fitGPUNorm)
+		nodes[k] = int32(i)
+	}
+	copy(ctx, t.Global)
+	copy(ctx[env.GlobalFeatures:], t.Pending)
+	s.Valid[j] = int32(len(f.cand))
+	if obs.Job.Service >= 0 {
+		s.Service[j] = 1
+	}
+	return true
+}

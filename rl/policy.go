@@ -1,0 +1,241 @@
+package rl
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/nn"
+)
+
+// Feature widths of the policy's inputs.
+const (
+	// candExtra: the newest history step and the mean over the history
+	// (2 × channels), what would be left on the machine after placing the
+	// job (CPU, memory, GPU), the Langevin energy seen three ways
+	// (relative to the best candidate in units of T, as a log Boltzmann
+	// probability, and signed-log raw) and the GPU fragmentation the job
+	// would add.
+	candExtra = 2*env.HistoryChannels + 3 + 3 + 1
+	// CandFeatures is the width of a candidate machine's row.
+	CandFeatures = env.MachineFeatures + candExtra
+	// CtxFeatures is the width of the decision context: the global vector
+	// and the pending job's row.
+	CtxFeatures = env.GlobalFeatures + env.JobFeatures
+	// ReplicaChoices are the replica deltas -5..5.
+	ReplicaChoices = 11
+)
+
+// PolicyConfig sizes the policy network and its action ranges.
+type PolicyConfig struct {
+	// Candidates bounds the machines scored per decision: every machine
+	// that admits the job when there are at most this many, else this many
+	// drawn as the langevin governor draws them (half from the field's
+	// cold list, half uniform), so a decision costs O(Candidates)
+	// whatever the cluster size.
+	Candidates int     `json:"candidates"`
+	Hidden     int     `json:"hidden"`
+	DampingMin float64 `json:"damping_min"` // damping range of the Beta head
+	DampingMax float64 `json:"damping_max"`
+	// ReplicaZeroBias is the initial logit of "no replica change", so an
+	// untrained policy does not churn services.
+	ReplicaZeroBias float64 `json:"replica_zero_bias"`
+}
+
+// DefaultPolicyConfig: 32 candidates, width 64, damping in [0, 2].
+func DefaultPolicyConfig() PolicyConfig {
+	return PolicyConfig{Candidates: 32, Hidden: 64, DampingMin: 0, DampingMax: 2, ReplicaZeroBias: 4}
+}
+
+func (c *PolicyConfig) validate() error {
+	if c.Candidates < 1 || c.Candidates > 4096 || c.Hidden < 1 || c.Hidden > 4096 {
+		return fmt.Errorf("policy config: candidates %d, hidden %d out of range [1, 4096]", c.Candidates, c.Hidden)
+	}
+	if !(c.DampingMax > c.DampingMin) || c.DampingMin < 0 || math.IsInf(c.DampingMax, 0) {
+		return fmt.Errorf("policy config: damping range [%g, %g] invalid", c.DampingMin, c.DampingMax)
+	}
+	return nil
+}
+
+// Policy is the learned scheduler's network: a candidate encoder scores
+// each candidate machine against the decision context (masked softmax over
+// the candidates that the safety layer admits), and heads on the pooled
+// candidates and the context give the replica delta (categorical over
+// -5..5), the affinity weight (Beta on [0, 1]), the damping (Beta on the
+// configured range) and the state value.
+type Policy struct {
+	Cfg PolicyConfig
+	ps  *nn.Params[float32]
+
+	cand, ctx, score, value *nn.MLP[float32]
+	rep, aff, damp          *nn.Linear[float32]
+
+	// Inference scratch (Act).
+	tp   *nn.Tape[float32]
+	one  Samples
+	feat Featurizer
+}
+
+// NewPolicy builds a policy with orthogonal initialisation from seed.
+func NewPolicy(cfg PolicyConfig, seed uint64) (*Policy, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x706f6c2d696e6974)) // "pol-init"
+	ps := nn.NewParams[float32]()
+	h := cfg.Hidden
+	p := &Policy{Cfg: cfg, ps: ps,
+		cand:  nn.NewMLP(ps, "cand", []int{CandFeatures, h, h}, nn.ActTanh, rng),
+		ctx:   nn.NewMLP(ps, "ctx", []int{CtxFeatures, h}, nn.ActTanh, rng),
+		score: nn.NewMLP(ps, "score", []int{2 * h, h, 1}, nn.ActTanh, rng),
+		value: nn.NewMLP(ps, "value", []int{2 * h, h, 1}, nn.ActTanh, rng),
+		rep:   nn.NewLinear(ps, "replica", 2*h, ReplicaChoices, rng),
+		aff:   nn.NewLinear(ps, "affinity", 2*h, 2, rng),
+		damp:  nn.NewLinear(ps, "damping", 2*h, 2, rng),
+		tp:    nn.NewTape[float32](),
+	}
+	orthoInit(p.cand, math.Sqrt2, rng)
+	orthoInit(p.ctx, math.Sqrt2, rng)
+	orthoInit(p.score, 0.01, rng)
+	orthoInit(p.value, 1, rng)
+	for _, l := range []*nn.Linear[float32]{p.rep, p.aff, p.damp} {
+		nn.Orthogonal(l.W, 0.01, rng)
+		clear(l.B.Data)
+	}
+	p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
+	p.one.K = cfg.Candidates
+	return p, nil
+}
+
+// Params implements Model's parameter access.
+func (p *Policy) Params() *nn.Params[float32] { return p.ps }
+
+// heads are one forward pass's outputs for B decisions.
+type heads struct {
+	node            *nn.Tensor[float32] // [B × K] candidate logits
+	mask            []bool              // [B × K]
+	rep             *nn.Tensor[float32] // [B × 11]
+	affA, affB      *nn.Tensor[float32] // [B]
+	dampA, dampB    *nn.Tensor[float32] // [B]
+	value           *nn.Tensor[float32] // [B]
+}
+
+// forward runs the network on samples idx of s.
+func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
+	B, K := len(idx), s.K
+	xc, xg, mask, seg, rows := s.gather(idx)
+	hc := tp.Tanh(p.cand.Forward(tp, xc))            // [B·K × H]
+	hg := tp.Tanh(p.ctx.Forward(tp, xg))             // [B × H]
+	joint := tp.Concat(hc, tp.GatherRows(hg, rows), 1) // [B·K × 2H]
+	node := tp.Reshape(p.score.Forward(tp, joint), B, K)
+	pool := tp.Slice(tp.SegmentMean(hc, seg, B+1), 0, 0, B) // padded rows go to segment B
+	z := tp.Concat(pool, hg, 1)                              // [B × 2H]
+	ab := func(l *nn.Linear[float32]) (*nn.Tensor[float32], *nn.Tensor[float32]) {
+		x := tp.Add(tp.Softplus(l.Forward(tp, z)), s.ones(B))
+		return tp.Reshape(tp.Slice(x, 1, 0, 1), B), tp.Reshape(tp.Slice(x, 1, 1, 2), B)
+	}
+	out := heads{node: node, mask: mask, rep: p.rep.Forward(tp, z), value: tp.Reshape(p.value.Forward(tp, z), B)}
+	out.affA, out.affB = ab(p.aff)
+	out.dampA, out.dampB = ab(p.damp)
+	return out
+}
+
+// evaluate returns, for the samples idx of s, the joint log-probability of
+// the stored hybrid action (the replica and affinity terms only for
+// services, the only jobs they act on), its entropy and the value.
+func (p *Policy) evaluate(tp *nn.Tape[float32], s *Samples, idx []int) (logp, entropy, value *nn.Tensor[float32]) {
+	return p.logProb(tp, p.forward(tp, s, idx), s, idx)
+}
+
+func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (logp, entropy, value *nn.Tensor[float32]) {
+	choice, rep, aff, damp, svc := s.actions(idx)
+	lp := tp.Add(tp.CategoricalLogProb(o.node, o.mask, choice), tp.BetaLogProb(o.dampA, o.dampB, damp))
+	ent := tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.BetaEntropy(o.dampA, o.dampB))
+	slp := tp.Add(tp.CategoricalLogProb(o.rep, nil, rep), tp.BetaLogProb(o.affA, o.affB, aff))
+	sent := tp.Add(tp.CategoricalEntropy(o.rep, nil), tp.BetaEntropy(o.affA, o.affB))
+	lp = tp.Add(lp, tp.Mul(slp, svc))
+	ent = tp.Add(ent, tp.Mul(sent, svc))
+	return lp, ent, o.value
+}
+
+// Act decides for one decision: it fills the sample's features from d,
+// then samples the hybrid action (greedy: takes the most likely node and
+// replica delta and the Beta means). It returns the simulator action, the
+// joint log-probability and the value; ok is false when no machine admits
+// the job (the action is then Wait and nothing is to be learned).
+func (p *Policy) Act(d Decision, rng *rand.Rand, greedy bool) (a env.Action, logp, value float32, ok bool) {
+	s := &p.one
+	s.Reset()
+	if !p.feat.Append(d, s) {
+		return env.Wait, 0, 0, false
+	}
+	tp := p.tp
+	tp.Reset()
+	idx := []int{0}
+	o := p.forward(tp, s, idx)
+	K := s.K
+	n := int(s.Valid[0])
+	logits := o.node.Data[:K]
+	var choice int
+	if greedy {
+		choice = argmax(logits[:n])
+	} else {
+		choice = sampleLogits(rng, logits[:n])
+	}
+	var rep int
+	if greedy {
+		rep = argmax(o.rep.Data)
+	} else {
+		rep = sampleLogits(rng, o.rep.Data)
+	}
+	beta := func(a, b float32) float32 {
+		if greedy {
+			return min(1-1e-6, max(1e-6, a/(a+b)))
+		}
+		return float32(nn.SampleBeta(rng, float64(a), float64(b)))
+	}
+	aff := beta(o.affA.Data[0], o.affB.Data[0])
+	damp := beta(o.dampA.Data[0], o.dampB.Data[0])
+	s.SetAction(0, choice, rep, aff, damp)
+	lp, _, v := p.logProb(tp, o, s, idx)
+	a = p.action(s, 0)
+	return a, lp.Data[0], v.Data[0], true
+}
+
+// action turns sample i's stored action into the simulator's.
+func (p *Policy) action(s *Samples, i int) env.Action {
+	a := env.Place(int(s.Nodes[i*s.K+int(s.Choice[i])]), -1)
+	a.Damping = float32(p.Cfg.DampingMin + float64(s.Damp[i])*(p.Cfg.DampingMax-p.Cfg.DampingMin))
+	if s.Service[i] != 0 {
+		a.ReplicaDelta = int(s.Replica[i]) - ReplicaChoices/2
+		a.Affinity = s.Aff[i]
+	}
+	return a
+}
+
+func argmax(x []float32) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}
+
+// sampleLogits draws an index with probability softmax(x).
+func sampleLogits(rng *rand.Rand, x []float32) int {
+	m := x[argmax(x)]
+	var sum float64
+	for _, v := range x {
+		sum += math.Exp(float64(v - m))
+	}
+	u := rng.Float64() * sum
+	for i, v := range x {
+		if u -= math.Exp(float64(v - m)); u < 0 {
+			return i
+		}
+	}
+	return len(x) - 1
+}

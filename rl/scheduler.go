@@ -1,0 +1,36 @@
+package rl
+
+import (
+	"math/rand/v2"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// Scheduler runs a Policy as an env.Scheduler, so that every tool
+// (simulate, ab, replay, saturate) runs a learned policy like a built-in
+// one. Greedy takes the policy's mode (evaluation); otherwise it samples
+// with its own seeded stream (the simulator's stream still draws the
+// candidates, so runs are reproducible either way).
+type Scheduler struct {
+	P      *Policy
+	Greedy bool
+	Label  string
+	rng    *rand.Rand
+}
+
+// NewScheduler wraps p; name is what the metrics call it.
+func NewScheduler(p *Policy, name string, greedy bool, seed uint64) *Scheduler {
+	return &Scheduler{P: p, Greedy: greedy, Label: name, rng: rand.New(rand.NewPCG(seed, 0x7363682d706f6c69))}
+}
+
+// Name implements env.Scheduler.
+func (s *Scheduler) Name() string { return s.Label }
+
+// Decide implements env.Scheduler.
+func (s *Scheduler) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
+	a, _, _, ok := s.P.Act(Decision{Obs: obs, RNG: rng}, s.rng, s.Greedy)
+	if !ok {
+		return env.Wait
+	}
+	return a
+}
