@@ -1,0 +1,201 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// ErrUnauthorized is wrapped by Dial's error when the server refuses the
+// token (wrong or missing).
+var ErrUnauthorized = errors.New("token refused by the NATS server (wrong or missing token)")
+
+// DialConfig configures a client connection.
+type DialConfig struct {
+	// URL of the server, e.g. nats://127.0.0.1:4222 (a comma-separated list
+	// for a cluster).
+	URL string
+	// Token for NATS token authentication ("" for an open server).
+	Token string
+	// Name identifies the client in the server's monitoring, e.g.
+	// "tegrl-actor-3".
+	Name string
+	// RunID scopes every subject and bucket; see ValidateRunID.
+	RunID string
+	// Logger for disconnects, reconnects and asynchronous errors; nil
+	// discards them.
+	Logger *slog.Logger
+	// ReconnectWait is the pause between reconnect attempts (plus up to
+	// 50 ms of jitter); 0 means 150 ms. Reconnects never give up.
+	ReconnectWait time.Duration
+	// ReconnectBufSize is how many bytes of publishes are kept while
+	// disconnected, sent after the reconnect; 0 means 8 MiB. Publishes
+	// beyond it fail.
+	ReconnectBufSize int
+	// Timeout bounds the first connection; 0 means 5 s (or the context's
+	// deadline when sooner).
+	Timeout time.Duration
+}
+
+// Conn is a client connection to NATS for one run, which reconnects forever
+// and counts its disconnects and reconnects.
+type Conn struct {
+	nc  *nats.Conn
+	js  jetstream.JetStream
+	run string
+	sub Subjects
+	log *slog.Logger
+
+	disconnects   atomic.Uint64
+	reconnects    atomic.Uint64
+	asyncErrors   atomic.Uint64
+	slowConsumers atomic.Uint64
+
+	mu          sync.Mutex
+	onReconnect []func()
+}
+
+// ConnStats are a connection's counters.
+type ConnStats struct {
+	Disconnects   uint64 `json:"disconnects"`
+	Reconnects    uint64 `json:"reconnects"`
+	AsyncErrors   uint64 `json:"async_errors"`
+	SlowConsumers uint64 `json:"slow_consumers"`
+}
+
+// Dial connects to the NATS server of cfg.URL. A wrong or missing token
+// fails at once with an error wrapping ErrUnauthorized; after the first
+// connection, the client reconnects forever.
+func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
+	if err := ValidateRunID(cfg.RunID); err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", cfg.URL, err)
+	}
+	if cfg.URL == "" {
+		return nil, errors.New("transport: dial: empty NATS URL")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("transport: dial %s: %w", cfg.URL, err)
+	}
+	c := &Conn{run: cfg.RunID, sub: SubjectsFor(cfg.RunID), log: cfg.Logger}
+	if c.log == nil {
+		c.log = slog.New(slog.DiscardHandler)
+	}
+	c.log = c.log.With("component", "nats", "name", cfg.Name, "run", cfg.RunID)
+	wait := cfg.ReconnectWait
+	if wait <= 0 {
+		wait = 150 * time.Millisecond
+	}
+	buf := cfg.ReconnectBufSize
+	if buf <= 0 {
+		buf = 8 << 20
+	}
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) < timeout {
+		timeout = max(time.Until(dl), time.Millisecond)
+	}
+	opts := []nats.Option{
+		nats.Name(cfg.Name),
+		nats.Timeout(timeout),
+		nats.MaxReconnects(-1),
+		nats.ReconnectWait(wait),
+		nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
+		nats.ReconnectBufSize(buf),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			c.disconnects.Add(1)
+			c.log.Warn("NATS disconnected; reconnecting", "err", err)
+		}),
+		nats.ReconnectHandler(func(nc *nats.Conn) {
+			c.reconnects.Add(1)
+			c.log.Info("NATS reconnected", "url", nc.ConnectedUrlRedacted())
+			c.mu.Lock()
+			hooks := append([]func(){}, c.onReconnect...)
+			c.mu.Unlock()
+			for _, h := range hooks {
+				h()
+			}
+		}),
+		nats.ErrorHandler(func(_ *nats.Conn, s *nats.Subscription, err error) {
+			c.asyncErrors.Add(1)
+			subj := ""
+			if s != nil {
+				subj = s.Subject
+			}
+			if errors.Is(err, nats.ErrSlowConsumer) {
+				c.slowConsumers.Add(1)
+			}
+			c.log.Warn("NATS asynchronous error", "subject", subj, "err", err)
+		}),
+	}
+	if cfg.Token != "" {
+		opts = append(opts, nats.Token(cfg.Token))
+	}
+	nc, err := nats.Connect(cfg.URL, opts...)
+	if err != nil {
+		if errors.Is(err, nats.ErrAuthorization) || strings.Contains(strings.ToLower(err.Error()), "authorization") {
+			return nil, fmt.Errorf("transport: dial %s as %q: %w: %w", cfg.URL, cfg.Name, ErrUnauthorized, err)
+		}
+		return nil, fmt.Errorf("transport: dial %s as %q: %w", cfg.URL, cfg.Name, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("transport: dial %s: JetStream context: %w", cfg.URL, err)
+	}
+	c.nc, c.js = nc, js
+	return c, nil
+}
+
+// RunID is the run the connection serves.
+func (c *Conn) RunID() string { return c.run }
+
+// Subjects are the run's subjects.
+func (c *Conn) Subjects() Subjects { return c.sub }
+
+// NATS is the underlying connection.
+func (c *Conn) NATS() *nats.Conn { return c.nc }
+
+// JetStream is the connection's JetStream context.
+func (c *Conn) JetStream() jetstream.JetStream { return c.js }
+
+// Connected reports whether the connection is up now.
+func (c *Conn) Connected() bool { return c.nc.IsConnected() }
+
+// Stats returns the connection's counters.
+func (c *Conn) Stats() ConnStats {
+	return ConnStats{
+		Disconnects:   c.disconnects.Load(),
+		Reconnects:    c.reconnects.Load(),
+		AsyncErrors:   c.asyncErrors.Load(),
+		SlowConsumers: c.slowConsumers.Load(),
+	}
+}
+
+// Flush waits until the server has processed everything published so far.
+func (c *Conn) Flush(ctx context.Context) error {
+	if err := c.nc.FlushWithContext(ctx); err != nil {
+		return fmt.Errorf("transport: flush to %s: %w", c.nc.ConnectedUrlRedacted(), err)
+	}
+	return nil
+}
+
+// Close closes the connection; publishes still buffered are dropped.
+func (c *Conn) Close() { c.nc.Close() }
+
+// onReconnected registers f to run (on NATS's callback goroutine; it must not
+// block) after every reconnect.
+func (c *Conn) onReconnected(f func()) {
+	c.mu.Lock()
+	c.onReconnect = append(c.onReconnect, f)
+	c.mu.Unlock()
+}

@@ -1,0 +1,337 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// LearnerConfig configures the learner side.
+type LearnerConfig struct {
+	// QueueSize is the capacity of the Segments channel; segments arriving
+	// when it is full are dropped and counted. 0 means 256.
+	QueueSize int
+	// MaxLag is the lag bound: a segment of policy version v is dropped when
+	// v < current - MaxLag (current from SetVersion or PublishParams).
+	// 0 accepts only the current version or newer.
+	MaxLag uint64
+	// KeepParams is how many parameter versions the object store keeps;
+	// 0 means 3.
+	KeepParams int
+	// OnStats, when set, receives the actors' stats frames (on NATS's
+	// callback goroutine: it must not block long).
+	OnStats func(Frame)
+	// JetStreamTimeout bounds each object store and key-value call of
+	// PublishParams; 0 means 30 s.
+	JetStreamTimeout time.Duration
+	// Logger for failures; nil uses the connection's.
+	Logger *slog.Logger
+}
+
+func (cfg *LearnerConfig) defaults() {
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = 256
+	}
+	if cfg.KeepParams <= 0 {
+		cfg.KeepParams = 3
+	}
+	if cfg.JetStreamTimeout <= 0 {
+		cfg.JetStreamTimeout = 30 * time.Second
+	}
+}
+
+// paramsHeadroom is kept free under the server's max payload when deciding
+// whether parameters fit in one message, for the protocol and headers that
+// ride along.
+const paramsHeadroom = 1024
+
+// Learner is the NATS learner side: it receives segments from the actors
+// and broadcasts parameters to them.
+type Learner struct {
+	c   *Conn
+	cfg LearnerConfig
+	log *slog.Logger
+	in  *inbox
+
+	segSub, statsSub *nats.Subscription
+
+	pubMu sync.Mutex // serialises PublishParams; guards buf, obs, kv, stored
+	buf   []byte
+	obs   jetstream.ObjectStore
+	kv    jetstream.KeyValue
+	// stored are the object versions known to be in the store, oldest
+	// first (nil until listed once).
+	stored []uint64
+
+	paramsPublished, paramsObjects, paramsBytes, paramsErrors atomic.Uint64
+
+	closeOnce sync.Once
+}
+
+// NewLearner subscribes to the run's segments (and stats, with OnStats).
+// It does not own c: close c after the learner.
+func NewLearner(c *Conn, cfg LearnerConfig) (*Learner, error) {
+	cfg.defaults()
+	l := &Learner{c: c, cfg: cfg, log: cfg.Logger, in: newInbox(c.run, cfg.QueueSize, cfg.MaxLag)}
+	if l.log == nil {
+		l.log = c.log
+	}
+	sub, err := c.nc.Subscribe(c.sub.Traj, func(m *nats.Msg) { l.in.receive(m.Data) })
+	if err != nil {
+		return nil, fmt.Errorf("transport: learner: subscribe %s: %w", c.sub.Traj, err)
+	}
+	// The callback never blocks (it drops on a full queue), so generous
+	// client-side limits only absorb bursts.
+	if err := sub.SetPendingLimits(1<<16, 512<<20); err != nil {
+		_ = sub.Unsubscribe()
+		return nil, fmt.Errorf("transport: learner: pending limits on %s: %w", c.sub.Traj, err)
+	}
+	l.segSub = sub
+	if cfg.OnStats != nil {
+		l.statsSub, err = c.nc.Subscribe(c.sub.Stats, l.receiveStats)
+		if err != nil {
+			_ = sub.Unsubscribe()
+			return nil, fmt.Errorf("transport: learner: subscribe %s: %w", c.sub.Stats, err)
+		}
+	}
+	// Make sure the server has the subscriptions before the caller tells
+	// actors to start.
+	if err := c.nc.Flush(); err != nil {
+		l.unsubscribe()
+		return nil, fmt.Errorf("transport: learner: flush subscriptions: %w", err)
+	}
+	return l, nil
+}
+
+func (l *Learner) receiveStats(m *nats.Msg) {
+	f, run, err := decodeFrame(m.Data)
+	if err != nil || string(run) != l.c.run || f.Kind != KindStats {
+		l.in.statsDropped.Add(1)
+		return
+	}
+	l.in.statsReceived.Add(1)
+	f.RunID = l.c.run
+	l.cfg.OnStats(f)
+}
+
+// Segments delivers the valid segments, in arrival order (per actor, the
+// order they were published). It is closed by Close.
+func (l *Learner) Segments() <-chan Frame { return l.in.out }
+
+// SetVersion sets the current policy version (it never goes down).
+func (l *Learner) SetVersion(v uint64) { l.in.setVersion(v) }
+
+// Version is the current policy version.
+func (l *Learner) Version() uint64 { return l.in.version.Load() }
+
+// Stats returns the learner's counters.
+func (l *Learner) Stats() LearnerStats {
+	s := l.in.stats()
+	s.ParamsPublished = l.paramsPublished.Load()
+	s.ParamsViaObjectStore = l.paramsObjects.Load()
+	s.ParamsBytes = l.paramsBytes.Load()
+	s.ParamsErrors = l.paramsErrors.Load()
+	s.Conn = l.c.Stats()
+	return s
+}
+
+// PublishParams broadcasts the parameters of version (and makes it the
+// current version, see SetVersion) with a timeout of JetStreamTimeout per
+// JetStream call. See PublishParamsContext.
+func (l *Learner) PublishParams(version uint64, payload []byte) error {
+	return l.PublishParamsContext(context.Background(), version, payload)
+}
+
+// PublishParamsContext broadcasts the parameters of version. Parameters that
+// fit in one message (the server's max payload less the header) are
+// published on the params subject; larger ones are put in the object store
+// bucket ParamsBucket as ObjectName(version), the last KeepParams versions
+// kept, and a pointer frame is published instead. Either frame is also
+// stored under LatestKey in LatestBucket, for actors that connect later.
+func (l *Learner) PublishParamsContext(ctx context.Context, version uint64, payload []byte) error {
+	err := l.publishParams(ctx, version, payload)
+	if err != nil {
+		l.paramsErrors.Add(1)
+		return err
+	}
+	l.paramsPublished.Add(1)
+	l.paramsBytes.Add(uint64(len(payload)))
+	return nil
+}
+
+func (l *Learner) publishParams(ctx context.Context, version uint64, payload []byte) error {
+	l.pubMu.Lock()
+	defer l.pubMu.Unlock()
+	l.in.setVersion(version)
+	subj := l.c.sub.Params
+	direct := HeaderSize+len(l.c.run)+len(payload)+paramsHeadroom <= int(l.c.nc.MaxPayload())
+	var err error
+	if direct {
+		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParams, RunID: l.c.run, Version: version, Payload: payload})
+		if err != nil {
+			return fmt.Errorf("transport: publish params v%d: %w", version, err)
+		}
+		// Broadcast first: actors must not wait on JetStream.
+		if err := l.c.nc.Publish(subj, l.buf); err != nil {
+			return fmt.Errorf("transport: publish params v%d (%d bytes) on %s: %w", version, len(payload), subj, err)
+		}
+	} else {
+		if uint64(len(payload)) > MaxParamsSize {
+			return fmt.Errorf("transport: publish params v%d: %w: %d bytes, limit %d", version, ErrOversized, len(payload), uint64(MaxParamsSize))
+		}
+		if err := l.putObject(ctx, version, payload); err != nil {
+			return err
+		}
+		ptr := AppendPointer(nil, ParamsPointer{Size: uint64(len(payload)), Checksum: Checksum(payload)})
+		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParamsPointer, RunID: l.c.run, Version: version, Payload: ptr})
+		if err != nil {
+			return fmt.Errorf("transport: publish params pointer v%d: %w", version, err)
+		}
+		if err := l.c.nc.Publish(subj, l.buf); err != nil {
+			return fmt.Errorf("transport: publish params pointer v%d on %s: %w", version, subj, err)
+		}
+		l.paramsObjects.Add(1)
+	}
+	if err := l.putLatest(ctx, version, l.buf); err != nil {
+		return err
+	}
+	if !direct {
+		l.prune(ctx, version)
+	}
+	return nil
+}
+
+func (l *Learner) jsCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, l.cfg.JetStreamTimeout)
+}
+
+// putObject stores payload as object ObjectName(version), creating the
+// bucket on first use.
+func (l *Learner) putObject(ctx context.Context, version uint64, payload []byte) error {
+	bucket := ParamsBucket(l.c.run)
+	if l.obs == nil {
+		cctx, cancel := l.jsCtx(ctx)
+		obs, err := l.c.js.CreateOrUpdateObjectStore(cctx, jetstream.ObjectStoreConfig{
+			Bucket:      bucket,
+			Description: "tegrl parameters too large for one message, one object per version",
+			Storage:     jetstream.FileStorage,
+		})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("transport: publish params v%d: object store %s: %w", version, bucket, err)
+		}
+		l.obs = obs
+	}
+	cctx, cancel := l.jsCtx(ctx)
+	defer cancel()
+	if _, err := l.obs.PutBytes(cctx, ObjectName(version), payload); err != nil {
+		return fmt.Errorf("transport: publish params v%d: put %d bytes as %s/%s: %w", version, len(payload), bucket, ObjectName(version), err)
+	}
+	return nil
+}
+
+// putLatest stores the frame just broadcast as the run's latest parameters.
+func (l *Learner) putLatest(ctx context.Context, version uint64, frame []byte) error {
+	bucket := LatestBucket(l.c.run)
+	if l.kv == nil {
+		cctx, cancel := l.jsCtx(ctx)
+		kv, err := l.c.js.CreateOrUpdateKeyValue(cctx, jetstream.KeyValueConfig{
+			Bucket:      bucket,
+			Description: "tegrl latest parameters frame (params or pointer)",
+			History:     1,
+			Storage:     jetstream.FileStorage,
+		})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("transport: publish params v%d: key-value %s: %w", version, bucket, err)
+		}
+		l.kv = kv
+	}
+	cctx, cancel := l.jsCtx(ctx)
+	defer cancel()
+	if _, err := l.kv.Put(cctx, LatestKey, frame); err != nil {
+		return fmt.Errorf("transport: publish params v%d: put %s/%s: %w", version, bucket, LatestKey, err)
+	}
+	return nil
+}
+
+// prune records that version was just put and deletes all but the newest KeepParams objects. Failures are logged,
+// not returned: the broadcast itself succeeded.
+func (l *Learner) prune(ctx context.Context, version uint64) {
+	if l.stored == nil {
+		// First time (or after a learner restart): learn what the store
+		// holds.
+		cctx, cancel := l.jsCtx(ctx)
+		infos, err := l.obs.List(cctx)
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrNoObjectsFound) {
+			l.log.Warn("listing parameter objects failed; old versions kept", "bucket", ParamsBucket(l.c.run), "err", err)
+			return
+		}
+		l.stored = []uint64{}
+		for _, in := range infos {
+			if v, ok := parseObjectName(in.Name); ok {
+				l.stored = append(l.stored, v)
+			}
+		}
+		sort.Slice(l.stored, func(i, j int) bool { return l.stored[i] < l.stored[j] })
+	} else {
+		// Versions normally rise, but keep the list sorted and unique
+		// whatever the caller does.
+		i := sort.Search(len(l.stored), func(i int) bool { return l.stored[i] >= version })
+		if i == len(l.stored) || l.stored[i] != version {
+			l.stored = append(l.stored, 0)
+			copy(l.stored[i+1:], l.stored[i:])
+			l.stored[i] = version
+		}
+	}
+	for len(l.stored) > l.cfg.KeepParams {
+		old := l.stored[0]
+		cctx, cancel := l.jsCtx(ctx)
+		err := l.obs.Delete(cctx, ObjectName(old))
+		cancel()
+		if err != nil && !errors.Is(err, jetstream.ErrObjectNotFound) {
+			l.log.Warn("deleting an old parameter object failed", "bucket", ParamsBucket(l.c.run), "object", ObjectName(old), "err", err)
+			return
+		}
+		l.stored = l.stored[1:]
+	}
+}
+
+func parseObjectName(name string) (uint64, bool) {
+	s, ok := strings.CutPrefix(name, "v")
+	if !ok {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	return v, err == nil
+}
+
+func (l *Learner) unsubscribe() {
+	if l.segSub != nil {
+		_ = l.segSub.Unsubscribe()
+	}
+	if l.statsSub != nil {
+		_ = l.statsSub.Unsubscribe()
+	}
+}
+
+// Close unsubscribes and closes the Segments channel. The connection stays
+// open.
+func (l *Learner) Close() error {
+	l.closeOnce.Do(func() {
+		l.unsubscribe()
+		l.in.close()
+	})
+	return nil
+}
