@@ -113,24 +113,24 @@ func (p *Policy) Params() *nn.Params[float32] { return p.ps }
 
 // heads are one forward pass's outputs for B decisions.
 type heads struct {
-	node            *nn.Tensor[float32] // [B × K] candidate logits
-	mask            []bool              // [B × K]
-	rep             *nn.Tensor[float32] // [B × 11]
-	affA, affB      *nn.Tensor[float32] // [B]
-	dampA, dampB    *nn.Tensor[float32] // [B]
-	value           *nn.Tensor[float32] // [B]
+	node         *nn.Tensor[float32] // [B × K] candidate logits
+	mask         []bool              // [B × K]
+	rep          *nn.Tensor[float32] // [B × 11]
+	affA, affB   *nn.Tensor[float32] // [B]
+	dampA, dampB *nn.Tensor[float32] // [B]
+	value        *nn.Tensor[float32] // [B]
 }
 
 // forward runs the network on samples idx of s.
 func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
 	B, K := len(idx), s.K
 	xc, xg, mask, seg, rows := s.gather(idx)
-	hc := tp.Tanh(p.cand.Forward(tp, xc))            // [B·K × H]
-	hg := tp.Tanh(p.ctx.Forward(tp, xg))             // [B × H]
+	hc := tp.Tanh(p.cand.Forward(tp, xc))              // [B·K × H]
+	hg := tp.Tanh(p.ctx.Forward(tp, xg))               // [B × H]
 	joint := tp.Concat(hc, tp.GatherRows(hg, rows), 1) // [B·K × 2H]
 	node := tp.Reshape(p.score.Forward(tp, joint), B, K)
 	pool := tp.Slice(tp.SegmentMean(hc, seg, B+1), 0, 0, B) // padded rows go to segment B
-	z := tp.Concat(pool, hg, 1)                              // [B × 2H]
+	z := tp.Concat(pool, hg, 1)                             // [B × 2H]
 	ab := func(l *nn.Linear[float32]) (*nn.Tensor[float32], *nn.Tensor[float32]) {
 		x := tp.Add(tp.Softplus(l.Forward(tp, z)), s.ones(B))
 		return tp.Reshape(tp.Slice(x, 1, 0, 1), B), tp.Reshape(tp.Slice(x, 1, 1, 2), B)
