@@ -101,8 +101,8 @@ func FuzzPrioritized(f *testing.F) {
 	f.Add([]byte{3, 2, 1, 0, 0, 0, 0, 2, 3, 1, 2, 5, 1, 6, 2, 4})
 	f.Add([]byte{0, 0, 0, 0, 0, 2, 0, 1, 0, 0, 2, 1})                                         // capacity 1
 	f.Add([]byte{5, 14, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 7, 1, 0, 9, 2, 4, 3, 6, 2, 5}) // wraps, NaN, stale
-	f.Add([]byte{11, 3, 2, 0, 1, 0, 1, 1, 9, 1, 1, 10, 10, 2, 5, 0, 2, 3})                   // overflow, inf
-	f.Add([]byte{7, 4, 5, 0, 0, 0, 0, 1, 4, 0, 0, 1, 0, 2, 0, 3, 0, 2, 3, 3, 7, 2, 5})       // all zero with ε 0
+	f.Add([]byte{11, 3, 2, 0, 1, 0, 1, 1, 9, 1, 1, 10, 10, 2, 5, 0, 2, 3})                    // overflow, inf
+	f.Add([]byte{7, 4, 5, 0, 0, 0, 0, 1, 4, 0, 0, 1, 0, 2, 0, 3, 0, 2, 3, 3, 7, 2, 5})        // all zero with ε 0
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if len(data) < 3 {
 			return
