@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+)
+
+func init() { addCommand(newABCmd) }
+
+// abFlags are the options of tegrl ab.
+type abFlags struct {
+	a, b         string
+	ref          string
+	seeds        string
+	seed         uint64
+	machines     int
+	cluster      string
+	workload     string
+	duration     string
+	ticks        int
+	tick         float64
+	load         float64
+	compress     float64
+	maxInstances int
+	mtbf         float64
+	seriesEvery  int
+	resamples    int
+	level        float64
+	workers      int
+	jsonOut      bool
+	out          string
+}
+
+func newABCmd(a *app) *cobra.Command {
+	f := &abFlags{}
+	cmd := &cobra.Command{
+		Use:   "ab",
+		Short: "Paired A/B evaluation of a scheduler against pure Langevin, with bootstrap confidence intervals",
+		Long: `ab runs scheduler A (by default the pure Langevin governor) and scheduler B on
+the same cluster and, seed by seed, the same workload and simulation seed,
+and compares them on every numeric metric of tegrl simulate: the mean of A,
+the mean of B, the mean paired difference B - A, its percentile bootstrap
+confidence interval over seeds (--resamples resamples, seeded by --seed, so
+the report is deterministic), and a verdict: B better, A better or no
+significant difference (the interval excludes 0 or not; lower is better
+for times, waits, queues, violations, energy and fragmentation, higher for
+utilisation, reward and completed jobs; counts such as jobs_submitted are
+neutral). Reference schedulers (--ref) run on the same seeds and are
+reported as means.
+
+A and B are built-in scheduler names (` + strings.Join(env.SchedulerNames, ", ") + `)
+or policy files.
+
+--seeds takes a count ("20" = seeds 1 to 20), a range ("1-20") or a list
+("3,5,8"); one seed s is "s-s". Runs go in parallel (--workers); the
+results do not depend on it.
+
+With --out DIR it writes DIR/report.md (command, setup, per-metric table,
+reference schedulers, plots), DIR/report.json and PNG plots: CDFs of job
+completion time and slowdown (jobs of all seeds), CPU and GPU utilisation,
+GPU fragmentation, damping and queue length over time (means over seeds).
+With --json stdout has exactly one JSON object (the same as report.json):
+a, b, seeds, metrics (per metric: a_mean, b_mean, diff_mean, ci_low,
+ci_high, direction, verdict), reference and setup.`,
+		Example: `  tegrl ab --a langevin --b fgd --seeds 20 --out ab-fgd
+  tegrl ab --b policy.safetensors --seeds 1-20 --ref "" --json
+  tegrl ab --b kube --machines 500 --duration 3h --seeds 5 --ref bestfit`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAB(cmd, a, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.a, "a", "langevin", "scheduler A, the baseline: a built-in name or a policy file")
+	fl.StringVar(&f.b, "b", "", "scheduler B, compared with A: a built-in name or a policy file (required)")
+	fl.StringVar(&f.ref, "ref", "kube,bestfit,fgd", `reference schedulers, comma-separated ("" for none)`)
+	fl.StringVar(&f.seeds, "seeds", "20", `seeds: a count ("20" = 1-20), a range ("1-20") or a list ("3,5,8")`)
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic cluster and of the bootstrap resampling")
+	fl.IntVar(&f.machines, "machines", 1000, "machines of the synthetic cluster")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
+	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic (one per seed), alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
+	fl.StringVar(&f.duration, "duration", "", "simulated time per run (Go duration such as 6h, or seconds); default: the synthetic horizon (6h), or until a trace drains")
+	fl.IntVar(&f.ticks, "ticks", 0, "stop each run after this many ticks (0: no limit beyond --duration)")
+	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
+	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload (fraction of the busier of CPU and GPU capacity)")
+	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads")
+	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
+	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
+	fl.IntVar(&f.seriesEvery, "series-every", report.DefaultABSeriesEvery, "ticks between samples of the time series plotted for A and B")
+	fl.IntVar(&f.resamples, "resamples", report.DefaultResamples, "bootstrap resamples of the seeds")
+	fl.Float64Var(&f.level, "level", report.DefaultLevel, "confidence level of the intervals")
+	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
+	fl.BoolVar(&f.jsonOut, "json", false, "print the report as one JSON object instead of a table")
+	fl.StringVar(&f.out, "out", "", "write report.md, report.json and the PNG plots to this directory (created if needed)")
+	return cmd
+}
+
+// contender resolves a scheduler spec with schedulerFactory.
+func contender(flag, spec string) (report.Contender, error) {
+	mk, err := schedulerFactory(spec)
+	if err != nil {
+		return report.Contender{}, fmt.Errorf("--%s: %w", flag, err)
+	}
+	return report.Contender{Name: spec, New: mk}, nil
+}
+
+func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
+	if f.b == "" {
+		return fmt.Errorf("--b is required: the scheduler or policy file to compare with --a %s", f.a)
+	}
+	ca, err := contender("a", f.a)
+	if err != nil {
+		return err
+	}
+	cb, err := contender("b", f.b)
+	if err != nil {
+		return err
+	}
+	var refs []report.Contender
+	if strings.TrimSpace(f.ref) != "" {
+		var names []string
+		for name := range strings.SplitSeq(f.ref, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || slices.Contains(names, name) {
+				return fmt.Errorf("--ref %q: empty or repeated name %q", f.ref, name)
+			}
+			names = append(names, name)
+			r, err := contender("ref", name)
+			if err != nil {
+				return err
+			}
+			refs = append(refs, r)
+		}
+	}
+	seeds, err := report.ParseABSeeds(f.seeds)
+	if err != nil {
+		return fmt.Errorf("--seeds: %w", err)
+	}
+	switch {
+	case f.seriesEvery < 1:
+		return fmt.Errorf("--series-every %d: want at least 1 tick", f.seriesEvery)
+	case f.resamples < 1:
+		return fmt.Errorf("--resamples %d: want at least 1", f.resamples)
+	case !(f.level > 0 && f.level < 1):
+		return fmt.Errorf("--level %v: want a number in (0, 1), e.g. 0.95", f.level)
+	case f.workers < 0:
+		return fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) or more", f.workers)
+	}
+
+	cs, err := env.ParseClusterSpec(f.cluster)
+	if err != nil {
+		return fmt.Errorf("--cluster: %w", err)
+	}
+	cs.Machines, cs.Seed = f.machines, f.seed
+	ws, err := env.ParseWorkloadSpec(f.workload)
+	if err != nil {
+		return fmt.Errorf("--workload: %w", err)
+	}
+	ws.Config.Load, ws.Compress, ws.MaxInstances = f.load, f.compress, f.maxInstances
+	start := time.Now()
+	c, err := cs.Load()
+	if err != nil {
+		return fmt.Errorf("load cluster %s: %w", f.cluster, err)
+	}
+	sim := env.SimConfig{Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
+	switch {
+	case f.duration != "":
+		if sim.Duration, err = parseSeconds(f.duration); err != nil {
+			return fmt.Errorf("--duration: %w", err)
+		}
+	case ws.Source == "synthetic":
+		sim.Duration = ws.Config.Horizon
+	}
+	// A synthetic workload is drawn per seed; a trace is the same for every
+	// seed (the seed then drives failures and scheduler randomness), so it
+	// is read once.
+	workload := func(seed uint64) (*env.Workload, error) {
+		w := ws
+		w.Seed = seed
+		return w.Load(c)
+	}
+	if ws.Source != "synthetic" {
+		w, err := ws.Load(c)
+		if err != nil {
+			return fmt.Errorf("load workload %s: %w", f.workload, err)
+		}
+		workload = func(uint64) (*env.Workload, error) { return w, nil }
+	}
+
+	// References named like A or B reuse their runs.
+	runs := 2 * len(seeds)
+	for _, r := range refs {
+		if r.Name != f.a && r.Name != f.b {
+			runs += len(seeds)
+		}
+	}
+	a.log.Info("ab", "a", f.a, "b", f.b, "ref", f.ref, "seeds", report.FormatSeeds(seeds), "cluster", f.cluster,
+		"machines", len(c.Machines), "gpus", c.TotalGPUs(), "workload", f.workload, "duration_s", sim.Duration, "runs", runs)
+	bar := newProgress(a.stderr, runs, "ab")
+	res, err := report.RunAB(cmd.Context(), report.ABConfig{
+		Cluster: c, ClusterName: f.cluster, Workload: workload,
+		A: ca, B: cb, Reference: refs, Seeds: seeds, Sim: sim,
+		SeriesEvery: f.seriesEvery, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed,
+		Workers: f.workers, OnRun: func() { _ = bar.Add(1) },
+	})
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	a.log.Info("ab done", "runs", runs, "took", time.Since(start).Round(time.Millisecond))
+
+	var js bytes.Buffer
+	if err := report.WriteABJSON(&js, &res.Report); err != nil {
+		return err
+	}
+	if f.out != "" {
+		if err := writeABFiles(a, f.out, res, js.Bytes()); err != nil {
+			return err
+		}
+	}
+	out := cmd.OutOrStdout()
+	if f.jsonOut {
+		_, err := out.Write(js.Bytes())
+		return err
+	}
+	return report.WriteABText(out, &res.Report)
+}
+
+// writeABFiles writes report.json, the plots and report.md into dir.
+func writeABFiles(a *app, dir string, res *report.ABResult, js []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	plots, err := report.WriteABPlots(dir, res)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	var md bytes.Buffer
+	if err := report.WriteABMarkdown(&md, &res.Report, report.CommandLine(a.argv), plots); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	a.log.Info("wrote report", "dir", dir, "files", 2+len(plots))
+	return nil
+}
