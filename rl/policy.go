@@ -75,6 +75,7 @@ type Policy struct {
 	tp   *nn.Tape[float32]
 	one  Samples
 	feat Featurizer
+	idx  [1]int
 }
 
 // NewPolicy builds a policy with orthogonal initialisation from seed.
@@ -159,23 +160,36 @@ func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (
 	return lp, ent, o.value
 }
 
-// Act decides for one decision: it fills the sample's features from d,
-// then samples the hybrid action (greedy: takes the most likely node and
-// replica delta and the Beta means). It returns the simulator action, the
-// joint log-probability and the value; ok is false when no machine admits
-// the job (the action is then Wait and nothing is to be learned).
+// Featurize appends d's sample to s (see Featurizer.Append); false when no
+// machine admits the job. A policy keeps one featurizer: its observation
+// buffers make the refreshes of consecutive decisions incremental.
+func (p *Policy) Featurize(d Decision, s *Samples) bool { return p.feat.Append(d, s) }
+
+// Act decides for one decision: it featurises d, then samples the hybrid
+// action (see Sample). ok is false when no machine admits the job (the
+// action is then Wait and nothing is to be learned).
 func (p *Policy) Act(d Decision, rng *rand.Rand, greedy bool) (a env.Action, logp, value float32, ok bool) {
 	s := &p.one
 	s.Reset()
-	if !p.feat.Append(d, s) {
+	if !p.Featurize(d, s) {
 		return env.Wait, 0, 0, false
 	}
+	a, logp, value = p.Sample(s, 0, rng, greedy)
+	return a, logp, value, true
+}
+
+// Sample draws the hybrid action for sample i of s, stores it there and
+// returns the simulator action, the joint log-probability and the value.
+// Greedy takes the most likely node and replica delta and the Beta means
+// (the evaluation mode).
+func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.Action, logp, value float32) {
 	tp := p.tp
 	tp.Reset()
-	idx := []int{0}
+	p.idx[0] = i
+	idx := p.idx[:]
 	o := p.forward(tp, s, idx)
 	K := s.K
-	n := int(s.Valid[0])
+	n := int(s.Valid[i])
 	logits := o.node.Data[:K]
 	var choice int
 	if greedy {
@@ -197,10 +211,9 @@ func (p *Policy) Act(d Decision, rng *rand.Rand, greedy bool) (a env.Action, log
 	}
 	aff := beta(o.affA.Data[0], o.affB.Data[0])
 	damp := beta(o.dampA.Data[0], o.dampB.Data[0])
-	s.SetAction(0, choice, rep, aff, damp)
+	s.SetAction(i, choice, rep, aff, damp)
 	lp, _, v := p.logProb(tp, o, s, idx)
-	a = p.action(s, 0)
-	return a, lp.Data[0], v.Data[0], true
+	return p.action(s, i), lp.Data[0], v.Data[0]
 }
 
 // action turns sample i's stored action into the simulator's.

@@ -1,0 +1,243 @@
+package rl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/tegrl/tegrl/rl/transport"
+)
+
+// TrainConfig configures a training run: the learner, its actors and the
+// transport between them.
+type TrainConfig struct {
+	RunID string `json:"run_id"`
+	Seed  uint64 `json:"seed"`
+	// Actors run in this process (0 with ExternalActors only).
+	Actors     int `json:"actors"`
+	SegmentLen int `json:"segment_len"`
+	BatchSize  int `json:"batch_size"`  // decisions per update
+	TotalSteps int `json:"total_steps"` // decisions to learn from
+	// Sync makes actors wait for each update's parameters (on-policy; with
+	// one in-process actor the run is deterministic and resumable). Off,
+	// actors never wait and V-trace corrects their lag (IMPALA).
+	Sync   bool   `json:"sync"`
+	MaxLag uint64 `json:"max_lag"` // segments older than this many versions are dropped
+
+	PPO    Config            `json:"ppo"`
+	Policy PolicyConfig      `json:"policy"`
+	Env    ClusterEnvConfig  `json:"-"`
+	EnvTag map[string]string `json:"env"` // a description of Env for the logs
+
+	// Transport: "nats" (default) or "chan" (in-process channels, for
+	// comparison). NATSURL "" starts an embedded server on a random
+	// loopback port.
+	Transport string `json:"transport"`
+	NATSURL   string `json:"-"`
+	Token     string `json:"-"`
+
+	Logger   *slog.Logger      `json:"-"`
+	Progress func(l UpdateLog) `json:"-"`
+}
+
+// Presets of `tegrl train --preset`.
+func (c *TrainConfig) defaults() error {
+	if c.RunID == "" {
+		c.RunID = "run"
+	}
+	if err := transport.ValidateRunID(c.RunID); err != nil {
+		return err
+	}
+	if c.SegmentLen <= 0 {
+		c.SegmentLen = 100
+	}
+	if c.BatchSize <= 0 {
+		c.BatchSize = 2000
+	}
+	if c.Transport == "" {
+		c.Transport = "nats"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	switch {
+	case c.Actors < 0:
+		return fmt.Errorf("train: %d actors", c.Actors)
+	case c.TotalSteps < c.BatchSize:
+		return fmt.Errorf("train: total steps %d below one batch (%d)", c.TotalSteps, c.BatchSize)
+	case c.Transport != "nats" && c.Transport != "chan":
+		return fmt.Errorf("train: transport %q, want nats or chan", c.Transport)
+	case c.Sync && c.Actors > 0 && c.BatchSize%(c.SegmentLen*c.Actors) != 0:
+		return fmt.Errorf("train: in sync mode the batch (%d) must be a multiple of segment length × actors (%d × %d)", c.BatchSize, c.SegmentLen, c.Actors)
+	}
+	return nil
+}
+
+// Updates is the number of updates the run makes.
+func (c *TrainConfig) Updates() int { return c.TotalSteps / c.BatchSize }
+
+// ActorConfig returns the configuration of in-process or remote actor id.
+func (c *TrainConfig) ActorConfig(id uint32) ActorConfig {
+	a := ActorConfig{ID: id, Seed: c.Seed, SegmentLen: c.SegmentLen, Env: c.Env, Policy: c.Policy, Logger: c.Logger}
+	if c.Sync && c.Actors > 0 {
+		a.SyncSegments = c.BatchSize / (c.SegmentLen * c.Actors)
+	}
+	return a
+}
+
+// TrainResult is what a run leaves.
+type TrainResult struct {
+	Learner *Learner
+	Log     []UpdateLog
+	Stats   transport.LearnerStats
+	Actors  []transport.ActorStats
+}
+
+// Train runs the learner and cfg.Actors in-process actors until
+// TotalSteps decisions have been learned from. Transport is NATS (an
+// embedded server unless NATSURL is set) or in-process channels.
+func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
+	if err := cfg.defaults(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	lcfg := transport.LearnerConfig{QueueSize: 1024, MaxLag: cfg.MaxLag, Logger: cfg.Logger}
+	var (
+		ltr       transport.LearnerTransport
+		newActor  func(id uint32) (transport.ActorTransport, error)
+		cleanup   []func()
+		closeDown = func() {
+			for i := len(cleanup) - 1; i >= 0; i-- {
+				cleanup[i]()
+			}
+		}
+	)
+	defer func() { closeDown() }()
+	switch cfg.Transport {
+	case "chan":
+		cl, err := transport.NewChanLearner(cfg.RunID, lcfg)
+		if err != nil {
+			return nil, err
+		}
+		ltr = cl
+		newActor = func(id uint32) (transport.ActorTransport, error) { return cl.NewActor(id), nil }
+	case "nats":
+		url := cfg.NATSURL
+		if url == "" {
+			srv, err := transport.StartServer(transport.ServerConfig{Token: cfg.Token, MaxPayload: 8 << 20, Logger: cfg.Logger})
+			if err != nil {
+				return nil, fmt.Errorf("train: embedded NATS server: %w", err)
+			}
+			cleanup = append(cleanup, srv.Shutdown)
+			url = srv.ClientURL()
+			cfg.Logger.Info("embedded NATS server", "url", url)
+		}
+		dial := func(name string) (*transport.Conn, error) {
+			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, Name: name, RunID: cfg.RunID, Logger: cfg.Logger})
+		}
+		lc, err := dial("tegrl-learner")
+		if err != nil {
+			return nil, fmt.Errorf("train: learner connection: %w", err)
+		}
+		cleanup = append(cleanup, lc.Close)
+		nl, err := transport.NewLearner(lc, lcfg)
+		if err != nil {
+			return nil, err
+		}
+		ltr = nl
+		newActor = func(id uint32) (transport.ActorTransport, error) {
+			c, err := dial(fmt.Sprintf("tegrl-actor-%d", id))
+			if err != nil {
+				return nil, err
+			}
+			a, err := transport.NewActor(ctx, c, transport.ActorConfig{ID: id, Logger: cfg.Logger})
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			cleanup = append(cleanup, c.Close)
+			return a, nil
+		}
+	}
+	cleanup = append(cleanup, func() { ltr.Close() })
+	l, err := NewLearner(cfg, ltr)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.Broadcast(); err != nil {
+		return nil, err
+	}
+	res, err := runLearner(ctx, l, cfg, newActor)
+	if res != nil {
+		res.Stats = ltr.Stats()
+	}
+	return res, err
+}
+
+// runLearner starts the in-process actors and runs the updates.
+func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(uint32) (transport.ActorTransport, error)) (*TrainResult, error) {
+	actx, stopActors := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	errs := make(chan error, cfg.Actors)
+	var actorTr []transport.ActorTransport
+	for i := 0; i < cfg.Actors; i++ {
+		tr, err := newActor(uint32(i + 1))
+		if err != nil {
+			stopActors()
+			wg.Wait()
+			return nil, fmt.Errorf("train: actor %d: %w", i+1, err)
+		}
+		actorTr = append(actorTr, tr)
+		a, err := NewActor(cfg.ActorConfig(uint32(i+1)), tr)
+		if err != nil {
+			stopActors()
+			wg.Wait()
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := a.Run(actx); err != nil {
+				errs <- fmt.Errorf("actor %d: %w", a.cfg.ID, err)
+			}
+		}()
+	}
+	res := &TrainResult{Learner: l}
+	var err error
+	for u := 0; u < cfg.Updates(); u++ {
+		var log UpdateLog
+		log, err = l.Step(ctx, cfg.Updates())
+		if err != nil {
+			break
+		}
+		res.Log = append(res.Log, log)
+		if cfg.Progress != nil {
+			cfg.Progress(log)
+		}
+		select {
+		case e := <-errs:
+			err = e
+		default:
+		}
+		if err != nil {
+			break
+		}
+	}
+	stopActors()
+	wg.Wait()
+	for _, tr := range actorTr {
+		res.Actors = append(res.Actors, tr.Stats())
+	}
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return res, err
+	}
+	return res, ctx.Err()
+}
+
+// WaitTimeout is how long a stand-alone actor waits for parameters before
+// giving up on a learner.
+const WaitTimeout = 5 * time.Minute
