@@ -103,65 +103,121 @@ func FuzzPrioritized(f *testing.F) {
 	f.Add([]byte{5, 14, 8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 7, 1, 0, 9, 2, 4, 3, 6, 2, 5}) // wraps, NaN, stale
 	f.Add([]byte{11, 3, 2, 0, 1, 0, 1, 1, 9, 1, 1, 10, 10, 2, 5, 0, 2, 3})                    // overflow, inf
 	f.Add([]byte{7, 4, 5, 0, 0, 0, 0, 1, 4, 0, 0, 1, 0, 2, 0, 3, 0, 2, 3, 3, 7, 2, 5})        // all zero with ε 0
-	f.Fuzz(func(t *testing.T, data []byte) {
-		if len(data) < 3 {
-			return
+	f.Fuzz(func(t *testing.T, data []byte) { runPERSequence(t, data) })
+}
+
+// TestPrioritizedAgainstModel runs FuzzPrioritized's harness on random
+// operation sequences from a fixed seed, so that `go test` covers far more
+// than the seed corpus, and checks that every outcome class was reached.
+func TestPrioritizedAgainstModel(t *testing.T) {
+	runs := 3000
+	if testing.Short() {
+		runs = 400
+	}
+	rng := rand.New(rand.NewPCG(77, 77))
+	var total perOutcomes
+	for range runs {
+		data := make([]byte, 3+rng.IntN(300))
+		for i := range data {
+			data[i] = byte(rng.Uint32())
 		}
-		cfg := PrioritizedConfig{
-			Capacity:           1 + int(data[0]%12),
-			Alpha:              fuzzAlphas[int(data[1])%len(fuzzAlphas)],
-			Epsilon:            fuzzEps[int(data[1]/5)%len(fuzzEps)],
-			Beta0:              fuzzBeta0[int(data[2])%len(fuzzBeta0)],
-			BetaSteps:          1 + int(data[2]/3)%5,
-			InitialMaxPriority: 1,
+		o := runPERSequence(t, data)
+		for k, v := range o {
+			total[k] += v
 		}
-		p, err := NewPrioritized[int](cfg)
-		if err != nil {
-			t.Fatal(err)
+	}
+	t.Logf("outcomes: %v", total)
+	for k, v := range total {
+		if v == 0 {
+			t.Errorf("outcome %d never reached: %v", k, total)
 		}
-		m := newPERModel(cfg)
-		// Two generators in lockstep: Sample draws exactly n values.
-		rng := rand.New(rand.NewPCG(uint64(len(data)), 1))
-		ref := rand.New(rand.NewPCG(uint64(len(data)), 1))
-		b := NewBatch[int](1)
-		data = data[3:]
-		next := func() int {
-			if len(data) == 0 {
-				return 0
+	}
+}
+
+// perOutcomes counts: adds that overwrote, updates applied, updates
+// refused for a priority, for an index, stale update entries, samples,
+// samples refused as empty.
+type perOutcomes [7]int
+
+// runPERSequence decodes data into a configuration and a sequence of
+// operations, runs them on a Prioritized buffer and on perModel, checks
+// them after every operation, and counts the outcomes.
+func runPERSequence(t *testing.T, data []byte) (o perOutcomes) {
+	if len(data) < 3 {
+		return o
+	}
+	cfg := PrioritizedConfig{
+		Capacity:           1 + int(data[0]%12),
+		Alpha:              fuzzAlphas[int(data[1])%len(fuzzAlphas)],
+		Epsilon:            fuzzEps[int(data[1]/5)%len(fuzzEps)],
+		Beta0:              fuzzBeta0[int(data[2])%len(fuzzBeta0)],
+		BetaSteps:          1 + int(data[2]/3)%5,
+		InitialMaxPriority: 1,
+	}
+	p, err := NewPrioritized[int](cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newPERModel(cfg)
+	// Two generators in lockstep: Sample draws exactly n values.
+	rng := rand.New(rand.NewPCG(uint64(len(data)), 1))
+	ref := rand.New(rand.NewPCG(uint64(len(data)), 1))
+	b := NewBatch[int](1)
+	data = data[3:]
+	next := func() int {
+		if len(data) == 0 {
+			return 0
+		}
+		v := int(data[0])
+		data = data[1:]
+		return v
+	}
+	for len(data) > 0 {
+		switch op := next() % 4; op {
+		case 0:
+			if m.next >= cfg.Capacity {
+				o[0]++
 			}
-			v := int(data[0])
-			data = data[1:]
-			return v
-		}
-		for len(data) > 0 {
-			switch op := next() % 4; op {
-			case 0:
-				if got, want := p.Add(fuzzItem(m.next)), m.add(); got != want {
-					t.Fatalf("Add returned %d, want %d", got, want)
-				}
-			case 1:
-				n := 1 + next()%4
-				idx := make([]int, n)
-				prio := make([]float64, n)
-				for k := range n {
-					// From two below the oldest held index to two past the newest.
-					idx[k] = m.next - cfg.Capacity - 2 + next()%(cfg.Capacity+5)
-					prio[k] = fuzzPrios[next()%len(fuzzPrios)]
-				}
-				want := m.update(idx, prio)
-				if err := p.UpdatePriorities(idx, prio); !errors.Is(err, want) || (err == nil) != (want == nil) {
-					t.Fatalf("UpdatePriorities(%v, %v) = %v, want %v", idx, prio, err, want)
-				}
-			case 2:
-				checkSample(t, p, m, rng, ref, 1+next()%6, b)
-			case 3:
-				s := next() % 8
-				p.SetStep(s)
-				m.step = s
+			if got, want := p.Add(fuzzItem(m.next)), m.add(); got != want {
+				t.Fatalf("Add returned %d, want %d", got, want)
 			}
-			checkAgainstModel(t, p, m)
+		case 1:
+			n := 1 + next()%4
+			idx := make([]int, n)
+			prio := make([]float64, n)
+			for k := range n {
+				// From two below the oldest held index to two past the newest.
+				idx[k] = m.next - cfg.Capacity - 2 + next()%(cfg.Capacity+5)
+				prio[k] = fuzzPrios[next()%len(fuzzPrios)]
+			}
+			stale := m.stale
+			want := m.update(idx, prio)
+			if err := p.UpdatePriorities(idx, prio); !errors.Is(err, want) || (err == nil) != (want == nil) {
+				t.Fatalf("UpdatePriorities(%v, %v) = %v, want %v", idx, prio, err, want)
+			}
+			switch want {
+			case nil:
+				o[1]++
+			case ErrInvalidPriority:
+				o[2]++
+			case ErrIndexOutOfRange:
+				o[3]++
+			}
+			o[4] += int(m.stale - stale)
+		case 2:
+			if checkSample(t, p, m, rng, ref, 1+next()%6, b) {
+				o[5]++
+			} else {
+				o[6]++
+			}
+		case 3:
+			s := next() % 8
+			p.SetStep(s)
+			m.step = s
 		}
-	})
+		checkAgainstModel(t, p, m)
+	}
+	return o
 }
 
 func checkAgainstModel(t *testing.T, p *Prioritized[int], m *perModel) {
@@ -196,7 +252,9 @@ func checkAgainstModel(t *testing.T, p *Prioritized[int], m *perModel) {
 	}
 }
 
-func checkSample(t *testing.T, p *Prioritized[int], m *perModel, rng, ref *rand.Rand, n int, b *Batch[int]) {
+// checkSample samples n items and checks them against the model; false
+// when the buffer was (rightly) empty.
+func checkSample(t *testing.T, p *Prioritized[int], m *perModel, rng, ref *rand.Rand, n int, b *Batch[int]) bool {
 	t.Helper()
 	total, minPos := m.totalAndMin()
 	err := p.Sample(rng, n, b)
@@ -204,7 +262,7 @@ func checkSample(t *testing.T, p *Prioritized[int], m *perModel, rng, ref *rand.
 		if !errors.Is(err, ErrEmptyBuffer) {
 			t.Fatalf("Sample with %d items of total mass %v: %v, want ErrEmptyBuffer", len(m.mass), total, err)
 		}
-		return
+		return false
 	}
 	if err != nil {
 		t.Fatalf("Sample(%d): %v", n, err)
@@ -248,4 +306,5 @@ func checkSample(t *testing.T, p *Prioritized[int], m *perModel, rng, ref *rand.
 			t.Fatalf("index %d: weight %v, want (%v/%v)^-%v = %v", id, b.Weights[k], v, minPos, beta, want)
 		}
 	}
+	return true
 }
