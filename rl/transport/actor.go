@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -280,14 +281,10 @@ func (a *Actor) fetchObject(ctx context.Context, version uint64, ptr ParamsPoint
 		}
 		a.obs = obs
 	}
-	data, err := a.obs.GetBytes(ctx, name)
+	data, err := readObject(ctx, a.obs, name, ptr.Size)
 	if err != nil {
 		a.paramsErrors.Add(1)
 		return fmt.Errorf("transport: actor %d: get %s/%s: %w", a.cfg.ID, bucket, name, err)
-	}
-	if uint64(len(data)) != ptr.Size {
-		a.paramsErrors.Add(1)
-		return fmt.Errorf("transport: actor %d: %s/%s: %w: %d bytes, pointer says %d", a.cfg.ID, bucket, name, ErrLengthMismatch, len(data), ptr.Size)
 	}
 	if sum := Checksum(data); sum != ptr.Checksum {
 		a.paramsErrors.Add(1)
@@ -296,6 +293,36 @@ func (a *Actor) fetchObject(ctx context.Context, version uint64, ptr ParamsPoint
 	a.paramsFetched.Add(1)
 	a.offer(version, data)
 	return nil
+}
+
+// readObject reads object name, which must be size bytes, into one buffer of
+// that size (GetBytes would grow a buffer by doubling: twice the memory).
+func readObject(ctx context.Context, obs jetstream.ObjectStore, name string, size uint64) ([]byte, error) {
+	r, err := obs.Get(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	info, err := r.Info()
+	if err != nil {
+		return nil, err
+	}
+	if info.Size != size {
+		return nil, fmt.Errorf("%w: object has %d bytes, pointer says %d", ErrLengthMismatch, info.Size, size)
+	}
+	data := make([]byte, size)
+	if _, err := io.ReadFull(r, data); err != nil {
+		return nil, fmt.Errorf("reading %d bytes: %w", size, err)
+	}
+	// Read to the end, where the library checks the object's SHA-256.
+	var one [1]byte
+	if n, err := r.Read(one[:]); n != 0 || err != io.EOF {
+		if err == nil || err == io.EOF {
+			err = fmt.Errorf("%w: object longer than %d bytes", ErrLengthMismatch, size)
+		}
+		return nil, err
+	}
+	return data, nil
 }
 
 // FetchLatestParams reads the newest parameters the learner stored (key

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -234,10 +235,19 @@ func (l *Learner) putObject(ctx context.Context, version uint64, payload []byte)
 	}
 	cctx, cancel := l.jsCtx(ctx)
 	defer cancel()
-	if _, err := l.obs.PutBytes(cctx, ObjectName(version), payload); err != nil {
+	meta := jetstream.ObjectMeta{Name: ObjectName(version), Opts: &jetstream.ObjectMetaOptions{ChunkSize: objectChunkSize(l.c.nc.MaxPayload())}}
+	if _, err := l.obs.Put(cctx, meta, bytes.NewReader(payload)); err != nil {
 		return fmt.Errorf("transport: publish params v%d: put %d bytes as %s/%s: %w", version, len(payload), bucket, ObjectName(version), err)
 	}
 	return nil
+}
+
+// objectChunkSize picks the object store chunk: fewer, larger chunks cost
+// less per byte than the library's 128 KiB default, but each must fit in a
+// message with room for its headers.
+func objectChunkSize(maxPayload int64) uint32 {
+	c := min(maxPayload-4096, 1<<20)
+	return uint32(max(c, 128<<10))
 }
 
 // putLatest stores the frame just broadcast as the run's latest parameters.

@@ -469,3 +469,40 @@ func TestServerRestart(t *testing.T) {
 	}
 	var _ jetstream.ObjectStore = obs
 }
+
+// Parameters broadcast while an actor is disconnected are not replayed by
+// NATS; after a reconnect the actor reads the key-value store.
+func TestActorRefetchesAfterReconnect(t *testing.T) {
+	s := startTestServer(t, ServerConfig{})
+	run := "refetch"
+	lc := dialTest(t, s, run, "learner")
+	l := newTestLearner(t, lc, LearnerConfig{})
+	ac := dialTest(t, s, run, "actor")
+	a := newTestActor(t, ac, 1)
+	if err := l.PublishParams(1, []byte("one")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "params v1", func() bool { v, _, _ := a.LatestParams(); return v == 1 })
+	// Store v2 without broadcasting it, as if the broadcast was missed.
+	kv, err := lc.JetStream().KeyValue(context.Background(), LatestBucket(run))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Put(context.Background(), LatestKey, mustEncode(t, Frame{Kind: KindParams, RunID: run, Version: 2, Payload: []byte("two")})); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if v, _, _ := a.LatestParams(); v != 1 {
+		t.Fatalf("actor at v%d before the reconnect", v)
+	}
+	if err := ac.NATS().ForceReconnect(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "params v2 after the reconnect", func() bool { v, _, _ := a.LatestParams(); return v == 2 })
+	if _, p, _ := a.LatestParams(); string(p) != "two" {
+		t.Errorf("payload %q", p)
+	}
+	if st := a.Stats(); st.Conn.Reconnects != 1 || st.ParamsFetched != 1 {
+		t.Errorf("actor stats %+v", st)
+	}
+}

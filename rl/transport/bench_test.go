@@ -1,0 +1,107 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// benchSegments measures the actor -> learner round trip: one actor
+// publishes b.N segments, a consumer drains the learner's channel, with at
+// most window segments in flight so that nothing is dropped.
+func benchSegments(b *testing.B, sink SegmentSink, src <-chan Frame, size int) {
+	const window = 128
+	payload := make([]byte, size)
+	for i := range payload {
+		payload[i] = byte(i)
+	}
+	credit := make(chan struct{}, window)
+	done := make(chan struct{})
+	go func() {
+		for range b.N {
+			<-src
+			<-credit
+		}
+		close(done)
+	}()
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		credit <- struct{}{}
+		if err := sink.PublishSegment(1, payload); err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		b.Fatalf("not all of %d segments arrived", b.N)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+}
+
+func BenchmarkSegment(b *testing.B) {
+	for _, size := range []int{4096, 65536} {
+		b.Run(fmt.Sprintf("transport=nats/bytes=%d", size), func(b *testing.B) {
+			s := startTestServer(b, ServerConfig{})
+			l := newTestLearner(b, dialTest(b, s, "bench", "learner"), LearnerConfig{QueueSize: 256})
+			a := newTestActor(b, dialTest(b, s, "bench", "actor"), 1)
+			benchSegments(b, a, l.Segments(), size)
+			if st := l.Stats(); st.LostSegments+st.QueueOverflow+st.Conn.SlowConsumers != 0 {
+				b.Fatalf("drops: %+v", st)
+			}
+		})
+		b.Run(fmt.Sprintf("transport=chan/bytes=%d", size), func(b *testing.B) {
+			l, err := NewChanLearner("bench", LearnerConfig{QueueSize: 256})
+			if err != nil {
+				b.Fatal(err)
+			}
+			benchSegments(b, l.NewActor(1), l.Segments(), size)
+		})
+	}
+}
+
+// BenchmarkParams measures a broadcast until the actor holds the new
+// version: 65536 bytes go in one message, 8 MiB through the object store
+// (server max payload 1 MiB).
+func BenchmarkParams(b *testing.B) {
+	for _, size := range []int{65536, 8 << 20} {
+		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
+			s := startTestServer(b, ServerConfig{MaxPayload: 1 << 20})
+			l := newTestLearner(b, dialTest(b, s, "bench", "learner"), LearnerConfig{KeepParams: 2})
+			a := newTestActor(b, dialTest(b, s, "bench", "actor"), 1)
+			payload := make([]byte, size)
+			for i := range payload {
+				payload[i] = byte(i * 31)
+			}
+			ctx := context.Background()
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				v := uint64(i + 1)
+				if err := l.PublishParamsContext(ctx, v, payload); err != nil {
+					b.Fatal(err)
+				}
+				deadline := time.Now().Add(10 * time.Second)
+				for {
+					if got, _, _ := a.LatestParams(); got == v {
+						break
+					}
+					if time.Now().After(deadline) {
+						b.Fatalf("params v%d did not arrive", v)
+					}
+					time.Sleep(20 * time.Microsecond)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
+			if via := l.Stats().ParamsViaObjectStore; (size > 1<<20) != (via == uint64(b.N)) {
+				b.Fatalf("%d of %d via the object store", via, b.N)
+			}
+		})
+	}
+}
