@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,13 +66,15 @@ type Learner struct {
 
 	segSub, statsSub *nats.Subscription
 
-	pubMu sync.Mutex // serialises PublishParams; guards buf, obs, kv, stored
+	pubMu sync.Mutex // serialises PublishParams; guards buf, obs, kv, stored, newest
 	buf   []byte
 	obs   jetstream.ObjectStore
 	kv    jetstream.KeyValue
 	// stored are the object versions known to be in the store, oldest
 	// first (nil until listed once).
 	stored []uint64
+	// newest is the highest version published.
+	newest uint64
 
 	paramsPublished, paramsObjects, paramsBytes, paramsErrors atomic.Uint64
 
@@ -203,8 +205,13 @@ func (l *Learner) publishParams(ctx context.Context, version uint64, payload []b
 		}
 		l.paramsObjects.Add(1)
 	}
-	if err := l.putLatest(ctx, version, l.buf); err != nil {
-		return err
+	// The key-value store keeps the newest version: an older one (a
+	// caller's mistake; actors ignore it) must not replace it.
+	if version >= l.newest {
+		if err := l.putLatest(ctx, version, l.buf); err != nil {
+			return err
+		}
+		l.newest = version
 	}
 	if !direct {
 		l.prune(ctx, version)
@@ -294,15 +301,12 @@ func (l *Learner) prune(ctx context.Context, version uint64) {
 				l.stored = append(l.stored, v)
 			}
 		}
-		sort.Slice(l.stored, func(i, j int) bool { return l.stored[i] < l.stored[j] })
+		slices.Sort(l.stored)
 	} else {
 		// Versions normally rise, but keep the list sorted and unique
 		// whatever the caller does.
-		i := sort.Search(len(l.stored), func(i int) bool { return l.stored[i] >= version })
-		if i == len(l.stored) || l.stored[i] != version {
-			l.stored = append(l.stored, 0)
-			copy(l.stored[i+1:], l.stored[i:])
-			l.stored[i] = version
+		if i, found := slices.BinarySearch(l.stored, version); !found {
+			l.stored = slices.Insert(l.stored, i, version)
 		}
 	}
 	for len(l.stored) > l.cfg.KeepParams {

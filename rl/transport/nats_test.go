@@ -160,6 +160,10 @@ func TestParamsRoundTrip(t *testing.T) {
 	if err := l.PublishParams(1, []byte("weights-v1")); err != nil {
 		t.Fatal(err)
 	}
+	// The key-value store still says v2.
+	if v, p, _ := newTestActor(t, dialTest(t, s, run, "late"), 2).LatestParams(); v != 2 || string(p) != "weights-v2" {
+		t.Errorf("late actor after an older publish: v%d %q", v, p)
+	}
 	if err := l.PublishParams(3, []byte("weights-v3")); err != nil {
 		t.Fatal(err)
 	}
