@@ -2,8 +2,10 @@ package datasets
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"os"
@@ -47,6 +49,10 @@ const (
 	// MetaBatchCRC is the per-batch key (record batch metadata, not schema
 	// metadata) holding the batch's CRC-32C in 8 hex digits.
 	MetaBatchCRC = "tegrl.crc32c"
+	// MetaSchemaCRC, the last schema metadata key, holds the CRC-32C of
+	// the others (metadataCRC), so that a corrupted value (a workload
+	// name, a topology figure) is not read as data.
+	MetaSchemaCRC = "tegrl.metadata_crc32c"
 )
 
 // Default batch sizes.
@@ -168,7 +174,25 @@ func baseMetadata(kind Kind, opt *WriterOptions, own [][2]string) arrow.Metadata
 	for _, k := range extra {
 		keys, vals = append(keys, k), append(vals, opt.Metadata[k])
 	}
+	keys, vals = append(keys, MetaSchemaCRC), append(vals, crcHex(metadataCRC(keys, vals)))
 	return arrow.NewMetadata(keys, vals)
+}
+
+// metadataCRC is the CRC-32C of schema metadata in file order, the
+// MetaSchemaCRC entry left out: per entry, the key's byte length (uint32,
+// little endian), the key, the value's byte length, the value.
+func metadataCRC(keys, vals []string) uint32 {
+	var b []byte
+	for i, k := range keys {
+		if k == MetaSchemaCRC {
+			continue
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(k)))
+		b = append(b, k...)
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(vals[i])))
+		b = append(b, vals[i]...)
+	}
+	return crc32.Checksum(b, castagnoli)
 }
 
 // batchWriter is the streaming core of every writer: typed writers append
@@ -306,19 +330,22 @@ type ReadAtSeeker = ipc.ReadAtSeeker
 // and schema once, then loads one record batch at a time, checking its
 // structure and checksum before a typed reader decodes it.
 type batchReader struct {
-	name    string
-	fr      *ipc.FileReader
-	file    *os.File // set when the reader opened the file
-	kind    Kind
-	meta    map[string]string
-	opt     ReaderOptions
-	crc     crcHasher
-	verify  bool // the file carries per-batch checksums and they are checked
-	next    int  // index of the next batch
-	rec     arrow.RecordBatch
-	base    int64 // file row of rec's first row
-	rows    int64 // rows read so far, rec included
-	batches int
+	name     string
+	fr       *ipc.FileReader
+	file     *os.File // set when the reader opened the file
+	kind     Kind
+	meta     map[string]string
+	opt      ReaderOptions
+	crc      crcHasher
+	verify   bool     // the file carries per-batch checksums and they are checked
+	metaKeys []string // the metadata in file order
+	metaVals []string
+	next     int // index of the next batch
+	nbatches int
+	rec      arrow.RecordBatch
+	base     int64 // file row of rec's first row
+	rows     int64 // rows read so far, rec included
+	batches  int
 }
 
 // safely runs f, turning a panic (arrow-go decodes flatbuffers and
@@ -358,12 +385,23 @@ func newBatchReader(name string, src ReadAtSeeker, want Kind, schema *arrow.Sche
 		return &DataError{File: name, Batch: -1, Row: -1, Err: fmt.Errorf(format, args...)}
 	}
 	err := safely("read footer", func() error {
+		if err := checkFile(src); err != nil {
+			return err
+		}
 		fr, err := ipc.NewFileReader(src, ipc.WithAllocator(opt.Allocator), ipc.WithBodySizeLimit(maxBodySize))
 		if err != nil {
 			return err
 		}
 		r.fr = fr
-		r.meta = fr.Schema().Metadata().ToMap()
+		md := fr.Schema().Metadata()
+		r.meta = md.ToMap()
+		r.metaKeys, r.metaVals = md.Keys(), md.Values()
+		// The footer's flatbuffer is read lazily: a corrupt one panics
+		// here, inside safely, rather than in a later call.
+		r.nbatches = fr.NumRecords()
+		for i := 0; i < fr.Schema().NumFields(); i++ {
+			_ = fr.Schema().Field(i).Type.String()
+		}
 		return nil
 	})
 	if err != nil {
@@ -374,6 +412,11 @@ func newBatchReader(name string, src ReadAtSeeker, want Kind, schema *arrow.Sche
 		// reported, not required.
 		r.kind = Kind(r.meta[MetaKind])
 		r.verify = r.meta[MetaChecksum] == "crc32c" && !opt.SkipChecksum
+		if r.verify {
+			if err := r.checkMetadataCRC(); err != nil {
+				return nil, fail("%w", err)
+			}
+		}
 		return r, nil
 	}
 	kind, ok := r.meta[MetaKind]
@@ -406,6 +449,11 @@ func newBatchReader(name string, src ReadAtSeeker, want Kind, schema *arrow.Sche
 	default:
 		return nil, fail("checksum scheme %q: want crc32c or none", c)
 	}
+	if r.verify {
+		if err := r.checkMetadataCRC(); err != nil {
+			return nil, fail("%w", err)
+		}
+	}
 	for k := range r.meta {
 		if strings.HasPrefix(k, "tegrl.") && !knownKey(want, k) {
 			return nil, fail("unknown metadata key %q (corrupt, or written by a newer version)", k)
@@ -417,6 +465,17 @@ func newBatchReader(name string, src ReadAtSeeker, want Kind, schema *arrow.Sche
 		}
 	}
 	return r, nil
+}
+
+func (r *batchReader) checkMetadataCRC() error {
+	want, ok := r.meta[MetaSchemaCRC]
+	if !ok {
+		return fmt.Errorf("no %s in the schema metadata", MetaSchemaCRC)
+	}
+	if got := crcHex(metadataCRC(r.metaKeys, r.metaVals)); got != want {
+		return fmt.Errorf("schema metadata checksum %s, the file says %s: corrupt file", got, want)
+	}
+	return nil
 }
 
 // sameFields checks that got has exactly want's fields, names and types,
@@ -446,7 +505,7 @@ func fieldNames(s *arrow.Schema) string {
 }
 
 // NumBatches is the number of record batches in the file.
-func (r *batchReader) NumBatches() int { return r.fr.NumRecords() }
+func (r *batchReader) NumBatches() int { return r.nbatches }
 
 // nextBatch releases the current batch and loads the next; it returns
 // io.EOF after the last. The batch is checked for structure (column
@@ -457,7 +516,7 @@ func (r *batchReader) nextBatch() (arrow.RecordBatch, error) {
 		r.rec.Release()
 		r.rec = nil
 	}
-	if r.next >= r.fr.NumRecords() {
+	if r.next >= r.nbatches {
 		return nil, io.EOF
 	}
 	i := r.next
@@ -629,7 +688,7 @@ var knownKeys = map[Kind][]string{}
 
 func knownKey(k Kind, key string) bool {
 	switch key {
-	case MetaKind, MetaFormatVersion, MetaSchemaHash, MetaChecksum, MetaSource:
+	case MetaKind, MetaFormatVersion, MetaSchemaHash, MetaChecksum, MetaSource, MetaSchemaCRC:
 		return true
 	}
 	return slices.Contains(knownKeys[k], key)
