@@ -253,8 +253,7 @@ func (l *Learner) putObject(ctx context.Context, version uint64, payload []byte)
 // less per byte than the library's 128 KiB default, but each must fit in a
 // message with room for its headers.
 func objectChunkSize(maxPayload int64) uint32 {
-	c := min(maxPayload-4096, 1<<20)
-	return uint32(max(c, 128<<10))
+	return uint32(max(min(maxPayload-4096, 1<<20), 4096))
 }
 
 // putLatest stores the frame just broadcast as the run's latest parameters.

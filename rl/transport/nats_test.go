@@ -245,6 +245,28 @@ func TestLargeParamsViaObjectStore(t *testing.T) {
 	}
 }
 
+// A server with a small max payload still carries large parameters: the
+// object chunks shrink to fit.
+func TestParamsSmallMaxPayload(t *testing.T) {
+	s := startTestServer(t, ServerConfig{MaxPayload: 64 << 10})
+	l := newTestLearner(t, dialTest(t, s, "small", "learner"), LearnerConfig{})
+	a := newTestActor(t, dialTest(t, s, "small", "actor"), 1)
+	payload := bytes.Repeat([]byte("0123456789"), 30000)
+	if err := l.PublishParams(1, payload); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "params v1", func() bool { v, _, _ := a.LatestParams(); return v == 1 })
+	if _, p, _ := a.LatestParams(); !bytes.Equal(p, payload) {
+		t.Error("payload differs")
+	}
+	if got := objectChunkSize(64 << 10); got != 60<<10 {
+		t.Errorf("chunk for 64 KiB messages: %d", got)
+	}
+	if got := objectChunkSize(8 << 20); got != 1<<20 {
+		t.Errorf("chunk for 8 MiB messages: %d", got)
+	}
+}
+
 func TestLateActorGetsLatestParams(t *testing.T) {
 	for _, size := range []int{1000, 2 << 20} {
 		t.Run(fmt.Sprint("bytes=", size), func(t *testing.T) {
