@@ -2,6 +2,7 @@ package env
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -55,5 +56,54 @@ func TestAccruedSlowdown(t *testing.T) {
 	// The reward accrual matches the metrics' time average.
 	if r := prev.Total / float64(m.Ticks); math.Abs(r-m.RewardMean) > 1e-9 {
 		t.Fatalf("accrued reward / ticks = %.12f, metrics reward_mean %.12f", r, m.RewardMean)
+	}
+}
+
+// scaleOut adds one replica at every decision for a service, under
+// langevin's placement.
+type scaleOut struct{ Langevin }
+
+func (p *scaleOut) Decide(obs *Observation, rng *rand.Rand) Action {
+	a := p.Langevin.Decide(obs, rng)
+	if obs.Job.Service >= 0 {
+		a.ReplicaDelta = 1
+	}
+	return a
+}
+
+// TestReplicaDoesFullWork: a replica added by an action runs for the
+// service's full duration (it used to complete as soon as it started,
+// which let a policy buy low slowdown with replicas).
+func TestReplicaDoesFullWork(t *testing.T) {
+	c, err := NewSyntheticCluster(60, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultWorkload
+	cfg.Horizon = 3600
+	w, err := NewSyntheticWorkload(c, cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(w.Jobs)
+	sim, err := NewSim(c, w, &scaleOut{}, SimConfig{Seed: 3, MTBF: -1, Duration: 7200, Series: SeriesConfig{Every: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := sim.Run()
+	if m.ReplicasAdded == 0 {
+		t.Fatal("no replicas added")
+	}
+	replicas := 0
+	for _, o := range sim.Series().Jobs {
+		if o.ID >= n {
+			replicas++
+		}
+		if o.Slowdown < 1-1e-9 {
+			t.Fatalf("job %d (replica %v) completed with slowdown %.3f < 1: %+v", o.ID, o.ID >= n, o.Slowdown, o)
+		}
+	}
+	if replicas == 0 {
+		t.Fatal("no replica completed")
 	}
 }

@@ -509,7 +509,9 @@ func (s *Sim) applyService(id int, a Action) {
 		clone.Arrival = s.now
 		clone.Name = fmt.Sprintf("%s+%d", s.w.Jobs[id].Name, clone.ID)
 		s.w.Jobs = append(s.w.Jobs, clone)
-		s.jobs = append(s.jobs, jobRec{firstRun: -1, migrIdx: -1})
+		// A replica does the service's full work: it does not pass through
+		// arrive, which sets the work of workload jobs.
+		s.jobs = append(s.jobs, jobRec{firstRun: -1, migrIdx: -1, work: clone.Duration})
 		s.acc.submitted++
 		s.acc.replicasAdded++
 		s.tok.replicas[svc]++
