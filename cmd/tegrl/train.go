@@ -1,0 +1,423 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl"
+)
+
+// trainFlags are the flags of `tegrl train`.
+type trainFlags struct {
+	preset     string
+	out        string
+	seed       uint64
+	actors     int
+	steps      int
+	batch      int
+	segment    int
+	sync       bool
+	maxLag     uint64
+	transport  string
+	natsURL    string
+	token      string
+	runID      string
+	machines   int
+	load       float64
+	episode    float64
+	evalSeeds  string
+	evalRefs   string
+	lr         float64
+	candidates int
+	hidden     int
+	reward     string
+	jsonOut    bool
+}
+
+func init() { addCommand(newTrainCmd) }
+
+func newTrainCmd(a *app) *cobra.Command {
+	f := &trainFlags{}
+	cmd := &cobra.Command{
+		Use:   "train",
+		Short: "Train a placement + damping policy with PPO and IMPALA-style actors over NATS",
+		Long: `train learns a scheduling policy on the TEG cluster simulator. Actors run
+episodes with a local copy of the policy and publish trajectory segments over
+NATS; the learner corrects their lag with V-trace, runs PPO updates and
+broadcasts versioned parameters. By default everything runs in this process
+around an embedded NATS server on a random loopback port; --nats points the
+learner at an external server, where more actors can join with tegrl actor.
+
+It writes DIR/policy.safetensors (weights plus metadata), DIR/train_log.csv,
+DIR/learning_curve.png and DIR/summary.json, and evaluates the policy against
+langevin and reference schedulers on held-out seeds.
+
+Presets:
+  small   a 96-machine synthetic cluster with bursty AI jobs at 90% load,
+          two-hour episodes; slowdown reward (DeepRM)`,
+		Example: `  tegrl train --preset small --out runs/small
+  tegrl broker --listen 127.0.0.1:4222 &
+  tegrl train --preset small --nats nats://127.0.0.1:4222 --actors 0 --out runs/dist &
+  tegrl actor --nats nats://127.0.0.1:4222 --id 1 & tegrl actor --nats nats://127.0.0.1:4222 --id 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runTrain(cmd.Context(), a, f, cmd)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.preset, "preset", "small", "training preset: small")
+	fl.StringVar(&f.out, "out", "", "output directory (required)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the network initialisation, the actors' episodes and the minibatches")
+	fl.IntVar(&f.actors, "actors", 2, "in-process actors (0: only remote tegrl actor processes)")
+	fl.IntVar(&f.steps, "steps", 0, "decisions to learn from (0: the preset's)")
+	fl.IntVar(&f.batch, "batch", 0, "decisions per PPO update (0: the preset's)")
+	fl.IntVar(&f.segment, "segment", 100, "steps per trajectory segment")
+	fl.BoolVar(&f.sync, "sync", false, "actors wait for every update (on-policy lockstep; with --actors 1 the run is deterministic)")
+	fl.Uint64Var(&f.maxLag, "max-lag", 8, "drop segments more than this many policy versions old")
+	fl.StringVar(&f.transport, "transport", "nats", "nats, or chan (in-process channels, for comparison)")
+	fl.StringVar(&f.natsURL, "nats", "", "NATS server URL (default: an embedded server on a random loopback port)")
+	fl.StringVar(&f.token, "token", "", "NATS token (also for the embedded server)")
+	fl.StringVar(&f.runID, "run", "train", "run id: scopes the NATS subjects (letters, digits, - and _)")
+	fl.IntVar(&f.machines, "machines", 0, "machines of the synthetic cluster (0: the preset's)")
+	fl.Float64Var(&f.load, "load", 0, "offered load (0: the preset's)")
+	fl.Float64Var(&f.episode, "episode", 0, "simulated seconds per episode (0: the preset's)")
+	fl.StringVar(&f.evalSeeds, "eval-seeds", "101-110", "held-out seeds of the final evaluation (\"\" skips it)")
+	fl.StringVar(&f.evalRefs, "eval-ref", "langevin,kube,bestfit,fgd", "schedulers the policy is compared with")
+	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
+	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
+	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (0: the preset's)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+// trainPreset is a preset's run configuration and evaluation source.
+type trainPreset struct {
+	cfg      rl.TrainConfig
+	machines int
+	load     float64
+	episode  float64
+}
+
+func presetFor(name string) (trainPreset, error) {
+	switch name {
+	case "small":
+		ppo := rl.DefaultConfig()
+		return trainPreset{
+			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 200_000, PPO: ppo, Policy: rl.DefaultPolicyConfig(),
+				Env: rl.ClusterEnvConfig{Reward: rl.RewardSlowdown, RewardScale: 1}},
+			machines: 96, load: 0.9, episode: 7200,
+		}, nil
+	}
+	return trainPreset{}, fmt.Errorf("unknown preset %q (known: small)", name)
+}
+
+// trainSummary is summary.json.
+type trainSummary struct {
+	Command   string            `json:"command"`
+	Preset    string            `json:"preset"`
+	Config    rl.TrainConfig    `json:"config"`
+	Updates   int               `json:"updates"`
+	Steps     uint64            `json:"steps"`
+	WallS     float64           `json:"wall_s"`
+	Final     rl.UpdateLog      `json:"final_update"`
+	Converged bool              `json:"converged"`
+	EvalSeeds []uint64          `json:"eval_seeds,omitempty"`
+	Eval      []evalRow         `json:"eval,omitempty"`
+	Paired    map[string]paired `json:"paired_vs_policy,omitempty"`
+}
+
+type evalRow struct {
+	Scheduler        string  `json:"scheduler"`
+	MeanSlowdown     float64 `json:"mean_slowdown"`
+	MeanJCTS         float64 `json:"mean_jct_s"`
+	SLAViolationRate float64 `json:"sla_violation_rate"`
+	SafetyViolations int     `json:"safety_violations"`
+	RewardMean       float64 `json:"reward_mean"`
+	JobsCompleted    float64 `json:"jobs_completed"`
+}
+
+// paired is the policy's mean slowdown against a reference, paired by seed.
+type paired struct {
+	RefSlowdown    float64 `json:"ref_mean_slowdown"`
+	PolicySlowdown float64 `json:"policy_mean_slowdown"`
+	DiffMean       float64 `json:"diff_mean"` // policy - reference
+	CILow          float64 `json:"ci_low"`
+	CIHigh         float64 `json:"ci_high"`
+	RelChangePct   float64 `json:"rel_change_pct"`
+	SLADiff        float64 `json:"sla_violation_diff"`
+}
+
+func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) error {
+	if f.out == "" {
+		return fmt.Errorf("--out DIR is required")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	p, err := presetFor(f.preset)
+	if err != nil {
+		return err
+	}
+	cfg := p.cfg
+	set := func(dst *int, v int) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	setF := func(dst *float64, v float64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&cfg.TotalSteps, f.steps)
+	set(&cfg.BatchSize, f.batch)
+	set(&p.machines, f.machines)
+	setF(&p.load, f.load)
+	setF(&p.episode, f.episode)
+	setF(&cfg.PPO.LR, f.lr)
+	set(&cfg.Policy.Candidates, f.candidates)
+	set(&cfg.Policy.Hidden, f.hidden)
+	if f.reward != "" {
+		cfg.Env.Reward = f.reward
+	}
+	cfg.RunID, cfg.Seed, cfg.Actors, cfg.SegmentLen = f.runID, f.seed, f.actors, f.segment
+	cfg.Sync, cfg.MaxLag, cfg.Transport, cfg.NATSURL, cfg.Token = f.sync, f.maxLag, f.transport, f.natsURL, f.token
+	cfg.Env.Source = rl.SyntheticSource(p.machines, p.load, p.episode)
+	cfg.Env.Duration = p.episode
+	cfg.EnvTag = map[string]string{"cluster": "synthetic", "machines": strconv.Itoa(p.machines),
+		"load": strconv.FormatFloat(p.load, 'g', -1, 64), "episode_s": strconv.FormatFloat(p.episode, 'g', -1, 64)}
+	cfg.Logger = a.log
+	if err := os.MkdirAll(f.out, 0o755); err != nil {
+		return err
+	}
+	bar := newProgress(a.stderr, cfg.TotalSteps, "train")
+	cfg.Progress = func(l rl.UpdateLog) {
+		_ = bar.Add(cfg.BatchSize)
+		a.log.Debug("update", "update", l.Update, "steps", l.Steps, "return", l.EpisodeReturn, "slowdown", l.MeanSlowdown,
+			"kl", l.ApproxKL, "clip", l.ClipFrac, "ev", l.ExplainedVar, "entropy", l.Entropy)
+	}
+	start := time.Now()
+	a.log.Info("train", "preset", f.preset, "machines", p.machines, "load", p.load, "episode_s", p.episode,
+		"steps", cfg.TotalSteps, "batch", cfg.BatchSize, "actors", cfg.Actors, "transport", cfg.Transport, "sync", cfg.Sync)
+	res, err := rl.Train(ctx, cfg)
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	wall := time.Since(start).Seconds()
+	l := res.Learner
+	payload, err := l.Pol.EncodeParams(map[string]string{"tegrl.run": cfg.RunID, "tegrl.version": strconv.FormatUint(l.Version(), 10),
+		"tegrl.steps": strconv.FormatUint(res.Log[len(res.Log)-1].Steps, 10), "tegrl.preset": f.preset})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.out, "policy.safetensors"), payload, 0o644); err != nil {
+		return err
+	}
+	if err := writeTrainLog(filepath.Join(f.out, "train_log.csv"), res.Log); err != nil {
+		return err
+	}
+	sum := trainSummary{Command: report.CommandLine(a.argv), Preset: f.preset, Config: cfg, Updates: len(res.Log),
+		Steps: res.Log[len(res.Log)-1].Steps, WallS: wall, Final: res.Log[len(res.Log)-1], Converged: res.Log[len(res.Log)-1].Converged}
+	var refs []report.CurveRef
+	if f.evalSeeds != "" {
+		seeds, err := report.ParseSeeds(f.evalSeeds)
+		if err != nil {
+			return err
+		}
+		sum.EvalSeeds = seeds
+		if err := evalPolicy(ctx, &sum, payload, cfg.Env.Source, p.episode, seeds, f.evalRefs); err != nil {
+			return err
+		}
+		for _, r := range sum.Eval[1:] {
+			refs = append(refs, report.CurveRef{Label: r.Scheduler + " (held-out)", Y: r.MeanSlowdown})
+		}
+	}
+	if err := saveCurve(filepath.Join(f.out, "learning_curve.png"), res.Log, refs); err != nil {
+		return err
+	}
+	js, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.out, "summary.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if f.jsonOut {
+		_, err = fmt.Fprintf(a.stdout, "%s\n", js)
+		return err
+	}
+	return printTrainSummary(a.stdout, &sum, f.out)
+}
+
+// evalPolicy runs the policy and the references on the held-out seeds.
+func evalPolicy(ctx context.Context, sum *trainSummary, payload []byte, src rl.Source, episode float64, seeds []uint64, refs string) error {
+	pe, err := rl.PolicyEntry("policy", payload)
+	if err != nil {
+		return err
+	}
+	entries := []rl.EvalEntry{pe}
+	for _, name := range strings.Split(refs, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		e, err := rl.BuiltinEntry(name)
+		if err != nil {
+			return fmt.Errorf("--eval-ref: %w", err)
+		}
+		entries = append(entries, e)
+	}
+	runs, err := rl.Evaluate(ctx, src, episode, seeds, entries)
+	if err != nil {
+		return err
+	}
+	n := len(seeds)
+	sum.Paired = map[string]paired{}
+	for k, e := range entries {
+		rs := runs[k*n : (k+1)*n]
+		row := evalRow{Scheduler: e.Name}
+		for _, r := range rs {
+			m := r.Metrics
+			row.MeanSlowdown += m.MeanSlowdown / float64(n)
+			row.MeanJCTS += m.MeanJCTS / float64(n)
+			row.SLAViolationRate += m.SLAViolationRate / float64(n)
+			row.SafetyViolations += m.SafetyViolations
+			row.RewardMean += m.RewardMean / float64(n)
+			row.JobsCompleted += float64(m.JobsCompleted) / float64(n)
+		}
+		sum.Eval = append(sum.Eval, row)
+		if k == 0 {
+			continue
+		}
+		diffs := make([]float64, n)
+		var sla float64
+		for i := range diffs {
+			diffs[i] = runs[i].Metrics.MeanSlowdown - rs[i].Metrics.MeanSlowdown
+			sla += (runs[i].Metrics.SLAViolationRate - rs[i].Metrics.SLAViolationRate) / float64(n)
+		}
+		lo, hi, err := report.BootstrapMeanCI(diffs, 10000, 0.95, 1)
+		if err != nil {
+			return err
+		}
+		pr := paired{RefSlowdown: row.MeanSlowdown, PolicySlowdown: sum.Eval[0].MeanSlowdown, CILow: lo, CIHigh: hi, SLADiff: sla}
+		pr.DiffMean = pr.PolicySlowdown - pr.RefSlowdown
+		pr.RelChangePct = 100 * pr.DiffMean / pr.RefSlowdown
+		sum.Paired[e.Name] = pr
+	}
+	return nil
+}
+
+// writeTrainLog writes one CSV row per update with the JSON names of
+// UpdateLog's fields as the header.
+func writeTrainLog(path string, logs []rl.UpdateLog) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	var header []string
+	var row func(v reflect.Value) []string
+	row = func(v reflect.Value) []string {
+		var out []string
+		t := v.Type()
+		for i := 0; i < t.NumField(); i++ {
+			fv := v.Field(i)
+			if t.Field(i).Anonymous {
+				out = append(out, row(fv)...)
+				continue
+			}
+			switch fv.Kind() {
+			case reflect.Float64:
+				out = append(out, strconv.FormatFloat(fv.Float(), 'g', 8, 64))
+			default:
+				out = append(out, fmt.Sprint(fv.Interface()))
+			}
+		}
+		return out
+	}
+	var names func(t reflect.Type) []string
+	names = func(t reflect.Type) []string {
+		var out []string
+		for i := 0; i < t.NumField(); i++ {
+			if t.Field(i).Anonymous {
+				out = append(out, names(t.Field(i).Type)...)
+				continue
+			}
+			out = append(out, strings.Split(t.Field(i).Tag.Get("json"), ",")[0])
+		}
+		return out
+	}
+	header = names(reflect.TypeOf(rl.UpdateLog{}))
+	if err := w.Write(header); err != nil {
+		f.Close()
+		return err
+	}
+	for _, l := range logs {
+		if err := w.Write(row(reflect.ValueOf(l))); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// saveCurve plots the episodic return and the mean slowdown per update.
+func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
+	x := make([]float64, len(logs))
+	ret := make([]float64, len(logs))
+	slow := make([]float64, len(logs))
+	for i, l := range logs {
+		x[i] = float64(l.Steps)
+		ret[i], slow[i] = math.NaN(), math.NaN()
+		if l.Episodes > 0 {
+			ret[i], slow[i] = l.EpisodeReturn, l.MeanSlowdown
+		}
+	}
+	return report.SaveLearningCurve(path, "tegrl train", "decisions learned from", x, []report.CurvePanel{
+		{Title: "episodic return (training episodes)", YLabel: "return", Y: ret},
+		{Title: "mean slowdown (training episodes)", YLabel: "slowdown", Y: slow, Refs: refs},
+	})
+}
+
+func printTrainSummary(w io.Writer, s *trainSummary, dir string) error {
+	fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
+	fmt.Fprintf(w, "final update: return %.2f, slowdown %.3f, approx KL %.4f, clip %.3f, explained variance %.3f, converged %v\n",
+		s.Final.EpisodeReturn, s.Final.MeanSlowdown, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Converged)
+	if len(s.Eval) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "held-out seeds %s:\n", report.FormatSeeds(s.EvalSeeds))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scheduler\tslowdown\tJCT s\tSLA viol %\tsafety viol\treward\tpolicy vs it (slowdown, 95% CI)\t")
+	for _, r := range s.Eval {
+		vs := ""
+		if p, ok := s.Paired[r.Scheduler]; ok {
+			vs = fmt.Sprintf("%+.1f%% [%+.3f, %+.3f]", p.RelChangePct, p.CILow, p.CIHigh)
+		}
+		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.2f\t%d\t%.4f\t%s\t\n", r.Scheduler, r.MeanSlowdown, r.MeanJCTS, 100*r.SLAViolationRate, r.SafetyViolations, r.RewardMean, vs)
+	}
+	return tw.Flush()
+}
+
+var _ = env.Wait
