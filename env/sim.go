@@ -33,7 +33,7 @@ type SimConfig struct {
 	// FragEvery samples GPU fragmentation every this many ticks.
 	FragEvery int
 	// TEG configures the Thermo-Economic Governor's mechanisms; nil means
-	// GovernorTEG(scheduler name).
+	// GovernorFor(scheduler).
 	TEG *TEGConfig
 	// Series records job outcomes and a sampled time series (series.go);
 	// off by default.
@@ -272,7 +272,7 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 	if err := cfg.fill(); err != nil {
 		return nil, fmt.Errorf("sim config: %w", err)
 	}
-	teg := GovernorTEG(sched.Name())
+	teg := GovernorFor(sched)
 	if cfg.TEG != nil {
 		teg = *cfg.TEG
 	}

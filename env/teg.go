@@ -153,6 +153,22 @@ func GovernorTEG(scheduler string) TEGConfig {
 	return t
 }
 
+// Governed is implemented by schedulers that run under a TEG configuration
+// of their own: a learned policy sets the damping itself, so it runs with
+// the Landau controller off.
+type Governed interface {
+	Governor() TEGConfig
+}
+
+// GovernorFor is the configuration a run of s uses unless told otherwise:
+// s's own when it is Governed, else GovernorTEG(s.Name()).
+func GovernorFor(s Scheduler) TEGConfig {
+	if g, ok := s.(Governed); ok {
+		return g.Governor()
+	}
+	return GovernorTEG(s.Name())
+}
+
 // validate checks a configuration for a run with the given tick.
 func (t *TEGConfig) validate(tick float64) error {
 	finite := func(vs ...float64) bool {

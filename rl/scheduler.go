@@ -34,3 +34,7 @@ func (s *Scheduler) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 	}
 	return a
 }
+
+// Governor implements env.Governed: a learned policy runs under
+// LearnedTEG, setting the damping itself.
+func (s *Scheduler) Governor() env.TEGConfig { return LearnedTEG() }
