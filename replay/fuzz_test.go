@@ -238,14 +238,11 @@ func checkAgainstModel(t *testing.T, p *Prioritized[int], m *perModel) {
 	if d := math.Abs(p.TotalPriority() - total); d > 1e-12*total {
 		t.Fatalf("total %v, brute force %v", p.TotalPriority(), total)
 	}
-	tr := p.tree
-	if tr.minPositive() != minPos {
-		t.Fatalf("min %v, brute force %v", tr.minPositive(), minPos)
+	if p.tree.minPositive() != minPos {
+		t.Fatalf("min %v, brute force %v", p.tree.minPositive(), minPos)
 	}
-	for j := tr.size - 1; j >= 1; j-- {
-		if tr.sum[j] != tr.sum[2*j]+tr.sum[2*j+1] || tr.min[j] != min(tr.min[2*j], tr.min[2*j+1]) {
-			t.Fatalf("node %d is not the sum and min of its children", j)
-		}
+	if err := p.tree.check(m.cfg.Capacity); err != nil {
+		t.Fatal(err)
 	}
 	if p.Beta() != m.cfg.AnnealedBeta(m.step) {
 		t.Fatalf("β %v, want %v", p.Beta(), m.cfg.AnnealedBeta(m.step))

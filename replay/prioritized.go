@@ -221,9 +221,16 @@ func (p *Prioritized[T]) Sample(rng *rand.Rand, n int, out *Batch[T]) error {
 		return err
 	}
 	// The powers are the costly part of the weights; they need no lock.
-	for k, r := range ratio {
-		// w_i / max_j w_j = (N·P(i))^-β / (N·P_min)^-β = (p_i/p_min)^-β.
-		weights[k] = float32(math.Pow(r, -beta))
+	// w_i / max_j w_j = (N·P(i))^-β / (N·P_min)^-β = (p_i/p_min)^-β.
+	switch beta {
+	case 1: // the end of the annealing, where most of training runs
+		for k, r := range ratio {
+			weights[k] = float32(1 / r)
+		}
+	default:
+		for k, r := range ratio {
+			weights[k] = float32(math.Pow(r, -beta))
+		}
 	}
 	out.Items, out.Indices, out.Weights, out.ratio, out.Beta = items, indices, weights, ratio, beta
 	return nil
@@ -248,16 +255,24 @@ func (p *Prioritized[T]) sampleLocked(rng *rand.Rand, items []T, indices []int, 
 	// base % Capacity; later ones follow slot by slot, wrapping around.
 	base := p.next - size
 	baseSlot := base % p.cfg.Capacity
-	for k := range items {
-		u := (float64(k) + rng.Float64()) * seg
-		s := p.tree.find(u)
-		items[k] = p.items[s]
-		off := s - baseSlot
-		if off < 0 {
-			off += p.cfg.Capacity
+	var us [lanes]float64
+	var slots [lanes]int
+	for k0 := 0; k0 < len(items); k0 += lanes {
+		m := min(lanes, len(items)-k0)
+		for L := range m {
+			us[L] = (float64(k0+L) + rng.Float64()) * seg
 		}
-		indices[k] = base + off
-		ratio[k] = p.tree.leaf(s) / pmin
+		p.tree.findLanes(us[:m], slots[:m])
+		for L, s := range slots[:m] {
+			k := k0 + L
+			items[k] = p.items[s]
+			off := s - baseSlot
+			if off < 0 {
+				off += p.cfg.Capacity
+			}
+			indices[k] = base + off
+			ratio[k] = p.tree.leaf(s) / pmin
+		}
 	}
 	beta := p.cfg.AnnealedBeta(p.step)
 	p.step++

@@ -6,25 +6,16 @@ import (
 	"testing"
 )
 
-// checkTree verifies that every internal node is its children's sum and
-// minimum, and returns the brute-force sum and positive minimum of leaves
-// 0..n-1, summed left to right.
+// checkTree verifies the tree's structure and returns the brute-force sum
+// (left to right) and positive minimum of its leaves.
 func checkTree(t *testing.T, tr *sumTree, n int) (sum, minPos float64) {
 	t.Helper()
-	for j := tr.size - 1; j >= 1; j-- {
-		if s := tr.sum[2*j] + tr.sum[2*j+1]; tr.sum[j] != s {
-			t.Fatalf("node %d: sum %v, children sum to %v", j, tr.sum[j], s)
-		}
-		if m := min(tr.min[2*j], tr.min[2*j+1]); tr.min[j] != m {
-			t.Fatalf("node %d: min %v, children's min %v", j, tr.min[j], m)
-		}
+	if err := tr.check(n); err != nil {
+		t.Fatal(err)
 	}
 	minPos = math.Inf(1)
-	for i := range tr.size {
+	for i := range n {
 		v := tr.leaf(i)
-		if i >= n && v != 0 {
-			t.Fatalf("leaf %d beyond %d holds %v", i, n, v)
-		}
 		sum += v
 		if v > 0 {
 			minPos = min(minPos, v)
@@ -33,44 +24,56 @@ func checkTree(t *testing.T, tr *sumTree, n int) (sum, minPos float64) {
 	return sum, minPos
 }
 
-func TestLeafCount(t *testing.T) {
-	for n, want := range map[int]int{0: 1, 1: 1, 2: 2, 3: 4, 4: 4, 5: 8, 1000: 1024, 1 << 20: 1 << 20, 1<<20 + 1: 1 << 21} {
-		if got := leafCount(n); got != want {
-			t.Errorf("leafCount(%d) = %d, want %d", n, got, want)
+func TestSumTreeShape(t *testing.T) {
+	for _, c := range []struct {
+		n, leaves, levels int
+	}{
+		{0, 8, 1}, {1, 8, 1}, {8, 8, 1}, {9, 16, 2}, {64, 64, 2}, {65, 72, 3},
+		{10_000, 10_000, 5}, {1_000_000, 1_000_000, 7}, {1 << 21, 1 << 21, 7},
+	} {
+		tr := newSumTree(c.n)
+		if got := leafCount(c.n); got != c.leaves || len(tr.sum)-tr.leaves != c.leaves || len(tr.off) != c.levels {
+			t.Errorf("n %d: %d leaves (%d stored), %d levels; want %d, %d", c.n, got, len(tr.sum)-tr.leaves, len(tr.off), c.leaves, c.levels)
+		}
+		for l, o := range tr.off {
+			if o%fanout != 0 {
+				t.Errorf("n %d: level %d starts at %d, not a whole group", c.n, l, o)
+			}
 		}
 	}
 }
 
 // TestSumTreeExactSums: with priorities that are multiples of 1/8 below
-// 2^20, every partial sum is exact in float64, so the tree's total must
+// 2^10, every partial sum is exact in float64, so the tree's total must
 // equal the brute-force sum exactly, whatever the order of additions.
 func TestSumTreeExactSums(t *testing.T) {
-	const n = 13 // not a power of two: 3 empty leaves
-	tr := newSumTree(n)
-	leaves := make([]float64, n)
-	rng := rand.New(rand.NewPCG(8, 8))
-	for step := range 5000 {
-		i := rng.IntN(n)
-		v := float64(rng.IntN(8*1024)) / 8
-		if step%17 == 0 {
-			v = 0
-		}
-		leaves[i] = v
-		tr.set(i, v)
-		sum, minPos := checkTree(t, tr, n)
-		var want float64
-		wantMin := math.Inf(1)
-		for _, l := range leaves {
-			want += l
-			if l > 0 {
-				wantMin = min(wantMin, l)
+	for _, n := range []int{1, 5, 13, 100} { // one group, part of one, 2 levels, 3 levels
+		tr := newSumTree(n)
+		leaves := make([]float64, n)
+		rng := rand.New(rand.NewPCG(8, uint64(n)))
+		for step := range 3000 {
+			i := rng.IntN(n)
+			v := float64(rng.IntN(8*1024)) / 8
+			if step%17 == 0 {
+				v = 0
 			}
-		}
-		if tr.total() != want || sum != want {
-			t.Fatalf("step %d: total %v, brute force %v", step, tr.total(), want)
-		}
-		if tr.minPositive() != wantMin || minPos != wantMin {
-			t.Fatalf("step %d: min %v, brute force %v", step, tr.minPositive(), wantMin)
+			leaves[i] = v
+			tr.set(i, v)
+			sum, minPos := checkTree(t, tr, n)
+			var want float64
+			wantMin := math.Inf(1)
+			for _, l := range leaves {
+				want += l
+				if l > 0 {
+					wantMin = min(wantMin, l)
+				}
+			}
+			if tr.total() != want || sum != want {
+				t.Fatalf("n %d, step %d: total %v, brute force %v", n, step, tr.total(), want)
+			}
+			if tr.minPositive() != wantMin || minPos != wantMin {
+				t.Fatalf("n %d, step %d: min %v, brute force %v", n, step, tr.minPositive(), wantMin)
+			}
 		}
 	}
 }
@@ -106,19 +109,19 @@ func TestSumTreeNoDrift(t *testing.T) {
 }
 
 func TestSumTreeFind(t *testing.T) {
-	tr := newSumTree(6)
-	vals := []float64{2, 0, 3, 0.5, 0, 0} // leaves 6, 7 unused
+	// 20 leaves: three groups of 8 below a top group.
+	tr := newSumTree(20)
+	vals := map[int]float64{0: 2, 2: 3, 9: 0.5, 17: 4, 18: 0}
 	for i, v := range vals {
 		tr.set(i, v)
 	}
-	// Cumulative ranges: 0 [0,2), 2 [2,5), 3 [5,5.5).
+	// Cumulative ranges: 0 [0,2), 2 [2,5), 9 [5,5.5), 17 [5.5,9.5).
 	for _, c := range []struct {
 		u    float64
 		want int
 	}{
-		{0, 0}, {1.999, 0}, {2, 2}, {4.999, 2}, {5, 3}, {5.49, 3},
-		{5.5, 3}, {7, 3}, {math.Inf(1), 3}, // at or past the total: last positive leaf
-		{-1, 0},
+		{0, 0}, {1.999, 0}, {2, 2}, {4.999, 2}, {5, 9}, {5.49, 9}, {5.5, 17}, {9.49, 17},
+		{9.5, 17}, {12, 17}, {math.Inf(1), 17}, // at or past the total: last positive leaf
 	} {
 		if got := tr.find(c.u); got != c.want {
 			t.Errorf("find(%v) = %d, want %d", c.u, got, c.want)
@@ -129,10 +132,43 @@ func TestSumTreeFind(t *testing.T) {
 	if got := tr.find(0); got != 2 {
 		t.Errorf("find(0) with leaf 0 empty = %d, want 2", got)
 	}
-	// One leaf.
+	// Past the total when the last positive leaf is in a middle group:
+	// that leaf, not a zero leaf of the last group.
+	tr.set(17, 0)
+	if got := tr.find(5.5); got != 9 {
+		t.Errorf("find(5.5) = %d, want 9 (the last positive leaf)", got)
+	}
 	one := newSumTree(1)
 	one.set(0, 4)
 	if one.find(3.9) != 0 || one.find(100) != 0 || one.total() != 4 || one.minPositive() != 4 {
 		t.Fatal("one-leaf tree")
+	}
+}
+
+// TestSumTreeFindMatchesScan: on a 3-level tree with random values, find
+// agrees with a linear scan of the cumulative sums at every leaf boundary
+// and in between.
+func TestSumTreeFindMatchesScan(t *testing.T) {
+	const n = 300
+	tr := newSumTree(n)
+	rng := rand.New(rand.NewPCG(5, 6))
+	vals := make([]float64, n)
+	for i := range vals {
+		if rng.IntN(4) > 0 {
+			vals[i] = float64(1 + rng.IntN(64)) // integers: exact cumulative sums
+		}
+		tr.set(i, vals[i])
+	}
+	var cum float64
+	for i, v := range vals {
+		if v == 0 {
+			continue
+		}
+		for _, u := range []float64{cum, cum + v/2, cum + v - 0.5} {
+			if got := tr.find(u); got != i {
+				t.Fatalf("find(%v) = %d, want %d", u, got, i)
+			}
+		}
+		cum += v
 	}
 }
