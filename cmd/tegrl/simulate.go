@@ -112,8 +112,8 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 
 // tegFor returns the TEG configuration of one scheduler: its governor's
 // defaults with the flags the user set applied.
-func (f *simulateFlags) tegFor(name string) (env.TEGConfig, error) {
-	t := env.GovernorTEG(name)
+func (f *simulateFlags) tegFor(sched env.Scheduler) (env.TEGConfig, error) {
+	t := env.GovernorFor(sched)
 	for _, sw := range []struct {
 		flag, val string
 		dst       *bool
@@ -145,20 +145,25 @@ func (f *simulateFlags) tegFor(name string) (env.TEGConfig, error) {
 	return t, nil
 }
 
-// parseSchedulers expands "all" and comma lists, checking every name.
-func parseSchedulers(s string) ([]string, error) {
+// parseSchedulers expands "all" and comma lists of built-in names and
+// policy files, resolving each to a constructor.
+func parseSchedulers(s string) ([]string, []func() env.Scheduler, error) {
+	names := strings.Split(s, ",")
 	if s == "all" {
-		return env.SchedulerNames, nil
+		names = env.SchedulerNames
 	}
 	var out []string
-	for _, name := range strings.Split(s, ",") {
+	var fs []func() env.Scheduler
+	for _, name := range names {
 		name = strings.TrimSpace(name)
-		if _, err := env.NewScheduler(name); err != nil {
-			return nil, err
+		f, err := schedulerFactory(name)
+		if err != nil {
+			return nil, nil, err
 		}
 		out = append(out, name)
+		fs = append(fs, f)
 	}
-	return out, nil
+	return out, fs, nil
 }
 
 // parseSeconds accepts a Go duration ("6h", "90m") or plain seconds.
@@ -181,7 +186,7 @@ func parseSeconds(s string) (float64, error) {
 
 func runSimulate(a *app, f *simulateFlags) error {
 	out := a.stdout
-	names, err := parseSchedulers(f.schedulers)
+	names, factories, err := parseSchedulers(f.schedulers)
 	if err != nil {
 		return err
 	}
@@ -220,14 +225,14 @@ func runSimulate(a *app, f *simulateFlags) error {
 	bar := newProgress(a.stderr, len(names), "simulate")
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for k, name := range names {
+	for k := range names {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			sched, _ := env.NewScheduler(name)
-			teg, err := f.tegFor(name)
+			sched := factories[k]()
+			teg, err := f.tegFor(sched)
 			if err != nil {
 				errs[k] = err
 				return

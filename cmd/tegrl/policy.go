@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/rl"
+)
+
+// The learned policies of tegrl train: a policy.safetensors file, or a
+// training output directory holding one.
+func init() {
+	policyLoaders = append(policyLoaders, policyLoader{
+		match: func(spec string) bool {
+			if strings.HasSuffix(spec, ".safetensors") {
+				return true
+			}
+			st, err := os.Stat(filepath.Join(spec, "policy.safetensors"))
+			return err == nil && !st.IsDir()
+		},
+		load: loadPolicyFactory,
+	})
+}
+
+// loadPolicyFactory reads and checks a policy once; each instance gets its
+// own copy of the network and runs it greedily (the evaluation mode).
+func loadPolicyFactory(spec string) (func() env.Scheduler, error) {
+	path := spec
+	if !strings.HasSuffix(spec, ".safetensors") {
+		path = filepath.Join(spec, "policy.safetensors")
+	}
+	payload, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := rl.LoadPolicy(payload); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	name := spec
+	return func() env.Scheduler {
+		p, _, _ := rl.LoadPolicy(payload) // checked above
+		return rl.NewScheduler(p, name, true, 0)
+	}, nil
+}
