@@ -7,8 +7,7 @@ import (
 
 // fanout is the number of children of a sumTree node: 8 float64 fill one
 // 64-byte cache line, so that a descent reads one line per level and a
-// 1M-leaf tree is 7 levels deep instead of the 20 of a binary tree. At 1M
-// items the descent is bound by cache misses, and this halves its cost.
+// 1M-leaf tree is 7 levels deep instead of the 20 of a binary tree.
 const fanout = 8
 
 // sumTree is an 8-ary tree over float64 leaf values that keeps, in every
@@ -18,8 +17,9 @@ const fanout = 8
 // Levels are stored top-down in one array each for sums and minima: level
 // 0 is the top group of at most 8 nodes, the last level holds the leaves.
 // Node i of a level has the children 8i..8i+7 of the level below; every
-// level's length is a multiple of 8, so a node's children are one aligned
-// group. Unused positions hold sum 0 and min +Inf.
+// level's length is a multiple of 8, so a node's children are 8
+// consecutive values (one cache line in the page-aligned arrays of a large
+// tree). Unused positions hold sum 0 and min +Inf.
 //
 // Internal values are recomputed from the 8 children on every update (not
 // adjusted by the difference), so rounding errors do not accumulate over
