@@ -199,8 +199,8 @@ func (p *Prioritized[T]) Beta() float64 {
 // each, item i with probability (p_i+ε)^α / Σ_k (p_k+ε)^α overall. Items
 // are drawn with replacement (an item heavier than a segment can appear
 // more than once). Each call advances β's schedule by one step. Sample
-// draws exactly n values from rng and allocates nothing when out's slices
-// have capacity n. O(n log N).
+// draws exactly n values from rng (even when the buffer turns out empty)
+// and allocates nothing when out's slices have capacity n. O(n log N).
 //
 // It returns ErrEmptyBuffer when no item has a positive priority, and an
 // error when n < 1 or out is nil; out is left unchanged with an error.
@@ -215,8 +215,13 @@ func (p *Prioritized[T]) Sample(rng *rand.Rand, n int, out *Batch[T]) error {
 	indices := slices.Grow(out.Indices[:0], n)[:n]
 	weights := slices.Grow(out.Weights[:0], n)[:n]
 	ratio := slices.Grow(out.ratio[:0], n)[:n]
+	// The random positions inside the segments are drawn before locking;
+	// ratio holds them until sampleLocked replaces them.
+	for k := range ratio {
+		ratio[k] = rng.Float64()
+	}
 
-	beta, err := p.sampleLocked(rng, items, indices, ratio)
+	beta, err := p.sampleLocked(items, indices, ratio)
 	if err != nil {
 		return err
 	}
@@ -236,9 +241,10 @@ func (p *Prioritized[T]) Sample(rng *rand.Rand, n int, out *Batch[T]) error {
 	return nil
 }
 
-// sampleLocked fills items, indices and ratio (p_i/p_min) under the lock and
-// returns the β of this step.
-func (p *Prioritized[T]) sampleLocked(rng *rand.Rand, items []T, indices []int, ratio []float64) (float64, error) {
+// sampleLocked takes in ratio[k] the position in [0, 1) of draw k inside
+// segment k, fills items, indices and ratio (now p_i/p_min) under the lock,
+// and returns the β of this step.
+func (p *Prioritized[T]) sampleLocked(items []T, indices []int, ratio []float64) (float64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	size := min(p.next, p.cfg.Capacity)
@@ -260,7 +266,7 @@ func (p *Prioritized[T]) sampleLocked(rng *rand.Rand, items []T, indices []int, 
 	for k0 := 0; k0 < len(items); k0 += lanes {
 		m := min(lanes, len(items)-k0)
 		for L := range m {
-			us[L] = (float64(k0+L) + rng.Float64()) * seg
+			us[L] = (float64(k0+L) + ratio[k0+L]) * seg
 		}
 		p.tree.findLanes(us[:m], slots[:m])
 		for L, s := range slots[:m] {

@@ -237,7 +237,11 @@ func TestPrioritizedFrequencies(t *testing.T) {
 		// Batches of 1 are plain proportional draws (the multinomial case
 		// the chi-square bound is made for); batches of 64 are stratified,
 		// whose counts vary less, so the same bound holds a fortiori.
-		for _, c := range []struct{ batch, batches int }{{1, 40_000}, {64, 2000}} {
+		single, batches := 40_000, 2000
+		if testing.Short() { // the race detector slows sampling 100x
+			single, batches = 10_000, 500
+		}
+		for _, c := range []struct{ batch, batches int }{{1, single}, {64, batches}} {
 			rng := rand.New(rand.NewPCG(2016, uint64(c.batch)))
 			b := NewBatch[int](c.batch)
 			counts := make([]int, 9)
