@@ -28,7 +28,7 @@ var errFlatbuffer = errors.New("corrupt flatbuffer")
 
 const (
 	fbMaxDepth = 64 // arrow-go's own bound on type nesting
-	fbMaxNodes = 1 << 20
+	fbMaxNodes = 1 << 16 // tables; a schema of 10,000 columns needs about 20,000
 )
 
 func (f *fb) u32(p int) (int, error) {
