@@ -27,7 +27,7 @@ type fb struct {
 var errFlatbuffer = errors.New("corrupt flatbuffer")
 
 const (
-	fbMaxDepth = 64 // arrow-go's own bound on type nesting
+	fbMaxDepth = 64      // arrow-go's own bound on type nesting
 	fbMaxNodes = 1 << 16 // tables; a schema of 10,000 columns needs about 20,000
 )
 
