@@ -40,6 +40,15 @@ func NewAdamW[T Float](ps *Params[T], lr, wd float64) *Adam[T] {
 // Steps returns the number of steps taken.
 func (o *Adam[T]) Steps() int { return o.steps }
 
+// State returns the first and second moment buffers, one per parameter in
+// registration order, and the step count: what a checkpoint must keep for
+// a resumed run to continue exactly. The buffers are the optimiser's own.
+func (o *Adam[T]) State() (m, v [][]T, steps int) { return o.m, o.v, o.steps }
+
+// SetSteps sets the step count (the bias corrections depend on it) when a
+// checkpoint is restored into the buffers State returned.
+func (o *Adam[T]) SetSteps(n int) { o.steps = n }
+
 // Step updates every parameter from its gradient. Parameters registered
 // after the optimiser was created are not updated.
 func (o *Adam[T]) Step() {
