@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/tegrl/tegrl/env"
@@ -38,8 +39,20 @@ type Actor struct {
 	tr  transport.ActorTransport
 	pol *Policy
 	env *ClusterEnv
+	src *rand.PCG
 	rng *rand.Rand
 	log *slog.Logger
+
+	// The current episode's actions, so that a checkpoint can replay the
+	// episode to where it stood (the simulator itself is not serialised).
+	actions []env.Action
+	epRet   float64
+	epSteps int
+	seed    uint64
+	// Sync-mode snapshot taken before each wait, and a restored one.
+	snapMu   sync.Mutex
+	snap     *ActorState
+	restored *ActorState
 
 	version   uint64
 	lastNewer time.Time
@@ -72,8 +85,8 @@ func NewActor(cfg ActorConfig, tr transport.ActorTransport) (*Actor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	a := &Actor{cfg: cfg, tr: tr, pol: pol, env: e, log: cfg.Logger.With("actor", cfg.ID),
-		rng: rand.New(rand.NewPCG(cfg.Seed, 0x6163746f72000000|uint64(cfg.ID)))}
+	src := rand.NewPCG(cfg.Seed, 0x6163746f72000000|uint64(cfg.ID))
+	a := &Actor{cfg: cfg, tr: tr, pol: pol, env: e, log: cfg.Logger.With("actor", cfg.ID), src: src, rng: rand.New(src)}
 	a.one.K = cfg.Policy.Candidates
 	return a, nil
 }
@@ -87,6 +100,9 @@ func EpisodeSeed(run uint64, actor uint32, n uint64) uint64 {
 	z ^= z >> 29
 	return 1_000_000 + z%(1<<52)
 }
+
+// timeNow is the wall clock of idle timeouts.
+var timeNow = time.Now
 
 // errIdle ends an actor whose learner went quiet.
 var errIdle = errors.New("actor: no new parameters within the idle timeout")
@@ -123,16 +139,23 @@ func (a *Actor) refresh(ctx context.Context, wait bool) error {
 func (a *Actor) Run(ctx context.Context) error {
 	defer a.env.Close()
 	a.lastNewer = time.Now()
-	if err := a.refresh(ctx, true); err != nil {
-		return quiet(err)
-	}
 	K := a.cfg.Policy.Candidates
 	a.seg.Reset(K)
-	epRet, epSteps := 0.0, 0
-	seed := EpisodeSeed(a.cfg.Seed, a.cfg.ID, a.episode)
-	d, err := a.env.ResetErr(seed)
-	if err != nil {
-		return err
+	var d Decision
+	var err error
+	resumeWait := false
+	if st := a.restored; st != nil {
+		if d, err = a.replay(st); err != nil {
+			return err
+		}
+		resumeWait = true
+	} else {
+		if err := a.refresh(ctx, true); err != nil {
+			return quiet(err)
+		}
+		if d, err = a.newEpisode(); err != nil {
+			return err
+		}
 	}
 	for {
 		if ctx.Err() != nil {
@@ -143,39 +166,40 @@ func (a *Actor) Run(ctx context.Context) error {
 			// No decision to learn from: the job waits (or the episode had
 			// no decisions at all).
 			var r float64
-			var done bool
-			if d.Obs == nil {
-				done = true
-			} else {
-				d, r, done = a.env.Step(env.Wait)
+			done := true
+			if d.Obs != nil {
+				d, r, done = a.step(env.Wait)
 			}
-			epRet += r
 			if n := a.seg.Len(); n > 0 {
 				a.seg.Reward[n-1] += float32(r)
+				a.seg.Done[n-1] = a.seg.Done[n-1] || done
 			}
 			if done {
-				if n := a.seg.Len(); n > 0 {
-					a.seg.Done[n-1] = true
-				}
-				a.finishEpisode(seed, epRet, epSteps)
-				epRet, epSteps = 0, 0
-				a.episode++
-				seed = EpisodeSeed(a.cfg.Seed, a.cfg.ID, a.episode)
-				if d, err = a.env.ResetErr(seed); err != nil {
+				a.finishEpisode()
+				if d, err = a.newEpisode(); err != nil {
 					return err
 				}
 			}
 			continue
 		}
-		if a.seg.Len() == a.cfg.SegmentLen {
+		switch {
+		case resumeWait:
+			// Restored at the wait that followed a full segment.
+			resumeWait = false
+			if err := a.refresh(ctx, true); err != nil {
+				return quiet(err)
+			}
+			a.seg.Reset(K)
+		case a.seg.Len() == a.cfg.SegmentLen:
 			// The decision after a full segment is its bootstrap sample.
 			if !a.seg.Done[a.seg.Len()-1] {
 				a.seg.Boot.CopyFrom(&a.one, 0)
 			}
-			if err := a.publish(); err != nil {
-				return err
+			wait := a.cfg.SyncSegments > 0 && (a.segments+1)%uint64(a.cfg.SyncSegments) == 0
+			if wait {
+				a.snapshot() // the state at the wait below, before the learner can see the segment
 			}
-			wait := a.cfg.SyncSegments > 0 && a.segments%uint64(a.cfg.SyncSegments) == 0
+			a.publish()
 			if err := a.refresh(ctx, wait); err != nil {
 				return quiet(err)
 			}
@@ -186,24 +210,37 @@ func (a *Actor) Run(ctx context.Context) error {
 		act, logp, value := a.pol.Sample(&a.seg.Steps, i, a.rng, false)
 		var r float64
 		var done bool
-		d, r, done = a.env.Step(act)
+		d, r, done = a.step(act)
 		a.Steps++
-		epRet += r
-		epSteps++
 		a.seg.LogP = append(a.seg.LogP, logp)
 		a.seg.Value = append(a.seg.Value, value)
 		a.seg.Reward = append(a.seg.Reward, float32(r))
 		a.seg.Done = append(a.seg.Done, done)
 		if done {
-			a.finishEpisode(seed, epRet, epSteps)
-			epRet, epSteps = 0, 0
-			a.episode++
-			seed = EpisodeSeed(a.cfg.Seed, a.cfg.ID, a.episode)
-			if d, err = a.env.ResetErr(seed); err != nil {
+			a.finishEpisode()
+			if d, err = a.newEpisode(); err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// step applies act, keeping the episode's log and return.
+func (a *Actor) step(act env.Action) (Decision, float64, bool) {
+	a.actions = append(a.actions, act)
+	d, r, done := a.env.Step(act)
+	a.epRet += r
+	if act.Node >= 0 {
+		a.epSteps++
+	}
+	return d, r, done
+}
+
+// newEpisode starts the actor's next episode.
+func (a *Actor) newEpisode() (Decision, error) {
+	a.seed = EpisodeSeed(a.cfg.Seed, a.cfg.ID, a.episode)
+	a.actions, a.epRet, a.epSteps = a.actions[:0], 0, 0
+	return a.env.ResetErr(a.seed)
 }
 
 // quiet maps the ways an actor is told to stop to a nil error.
@@ -214,16 +251,17 @@ func quiet(err error) error {
 	return err
 }
 
-func (a *Actor) finishEpisode(seed uint64, ret float64, steps int) {
+func (a *Actor) finishEpisode() {
 	m := a.env.Sim().Metrics()
+	a.episode++
 	a.seg.Episodes = append(a.seg.Episodes, EpisodeResult{
-		Seed: seed, Return: ret, Steps: steps, MeanSlowdown: m.MeanSlowdown, SLAViolation: m.SLAViolationRate,
+		Seed: a.seed, Return: a.epRet, Steps: a.epSteps, MeanSlowdown: m.MeanSlowdown, SLAViolation: m.SLAViolationRate,
 		Reward: m.RewardMean, Success: m.RewardSuccess, Energy: m.RewardEnergy, Latency: m.RewardLatency,
 		Completed: m.JobsCompleted, Safety: m.SafetyViolations,
 	})
 }
 
-func (a *Actor) publish() error {
+func (a *Actor) publish() {
 	a.buf = AppendSegment(a.buf[:0], &a.seg)
 	a.segments++
 	if err := a.tr.PublishSegment(a.version, a.buf); err != nil {
@@ -231,5 +269,4 @@ func (a *Actor) publish() error {
 		// actor goes on (the connection reconnects by itself).
 		a.log.Warn("publishing a segment", "err", err)
 	}
-	return nil
 }

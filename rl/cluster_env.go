@@ -29,6 +29,25 @@ func SyntheticSource(machines int, load, horizon float64) Source {
 	}
 }
 
+// EnvSpec describes a synthetic training environment. It is plain data:
+// it travels in the learner's parameter broadcasts, so that a remote actor
+// needs only the NATS URL and the run id.
+type EnvSpec struct {
+	Machines    int     `json:"machines"`
+	Load        float64 `json:"load"`
+	Episode     float64 `json:"episode_s"` // simulated seconds per episode (and the arrival horizon)
+	Reward      string  `json:"reward"`
+	RewardScale float64 `json:"reward_scale"`
+	Baseline    string  `json:"reward_baseline"`
+	MTBF        float64 `json:"mtbf_s"` // 0: the simulator's default; < 0: no failures
+}
+
+// Config returns the environment configuration of the spec.
+func (s EnvSpec) Config() ClusterEnvConfig {
+	return ClusterEnvConfig{Source: SyntheticSource(s.Machines, s.Load, s.Episode), Duration: s.Episode,
+		Reward: s.Reward, RewardScale: s.RewardScale, Baseline: s.Baseline, MTBF: s.MTBF}
+}
+
 // Reward modes of a ClusterEnv.
 const (
 	// RewardSlowdown is DeepRM's objective: minus the slowdown accrued
@@ -52,6 +71,14 @@ type ClusterEnvConfig struct {
 	RewardScale float64 // multiplies every reward (0: 1)
 	MTBF        float64 // machine failures (0: the simulator's default; < 0: none)
 	Name        string  // scheduler name in the metrics
+	// Baseline, when set, names a built-in scheduler run alongside on the
+	// same cluster, workload and seed; each reward is then relative to
+	// what the baseline accrued over the same simulated time. The
+	// baseline does not depend on the policy's actions, so the optimal
+	// policy is unchanged, but the arrival process's noise, which dominates
+	// the raw slowdown, cancels out (an input-driven baseline, Mao et al.
+	// ICLR 2019).
+	Baseline string
 }
 
 // LearnedTEG is the TEG configuration a learned policy runs under: the
@@ -80,6 +107,8 @@ type ClusterEnv struct {
 	cfg    ClusterEnvConfig
 	teg    env.TEGConfig
 	sim    *env.Sim
+	base   *env.Sim // the baseline's run (nil without one)
+	lastB  env.Accrual
 	next   func() (Decision, bool)
 	stop   func()
 	action env.Action
@@ -105,6 +134,11 @@ func NewClusterEnv(cfg ClusterEnvConfig) (*ClusterEnv, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "policy"
+	}
+	if cfg.Baseline != "" {
+		if _, err := env.NewScheduler(cfg.Baseline); err != nil {
+			return nil, fmt.Errorf("cluster env baseline: %w", err)
+		}
 	}
 	e := &ClusterEnv{cfg: cfg, teg: LearnedTEG()}
 	if cfg.TEG != nil {
@@ -157,6 +191,14 @@ func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("cluster env seed %d: %w", seed, err)
 	}
+	e.base = nil
+	if e.cfg.Baseline != "" {
+		b, _ := env.NewScheduler(e.cfg.Baseline)
+		if e.base, err = env.NewSim(c, w, b, env.SimConfig{Seed: seed, Duration: e.cfg.Duration, MTBF: e.cfg.MTBF}); err != nil {
+			return Decision{}, fmt.Errorf("cluster env seed %d baseline: %w", seed, err)
+		}
+		e.lastB = e.base.Accrued()
+	}
 	var t env.Tensors
 	sim.Observe(&t, nil) // start the load history
 	e.sim, e.halt, e.last = sim, false, sim.Accrued()
@@ -181,7 +223,7 @@ func (e *ClusterEnv) Step(a env.Action) (Decision, float64, bool) {
 	}
 	e.action = a
 	d, ok := e.next()
-	r := e.reward()
+	r := e.reward(!ok)
 	if !ok {
 		e.dec = Decision{}
 		return Decision{}, r, true
@@ -190,21 +232,37 @@ func (e *ClusterEnv) Step(a env.Action) (Decision, float64, bool) {
 	return d, r, false
 }
 
-// reward returns the reward accrued since the last call.
-func (e *ClusterEnv) reward() float64 {
-	a := e.sim.Accrued()
+// reward returns the reward accrued since the last call, relative to the
+// baseline's over the same simulated time when there is one (at the end of
+// the episode, over the baseline's whole run).
+func (e *ClusterEnv) reward(end bool) float64 {
+	r := e.gain(e.sim.Accrued(), &e.last)
+	if e.base != nil {
+		for !e.base.Done() && (end || e.base.Now() < e.sim.Now()) {
+			e.base.Step()
+		}
+		r -= e.gain(e.base.Accrued(), &e.lastB)
+	}
+	return r * e.cfg.RewardScale
+}
+
+// gain returns the reward in a since *last and moves *last to a.
+func (e *ClusterEnv) gain(a env.Accrual, last *env.Accrual) float64 {
 	var r float64
 	if e.cfg.Reward == RewardSlowdown {
-		r = -(a.Slowdown - e.last.Slowdown)
+		r = -(a.Slowdown - last.Slowdown)
 	} else {
-		r = a.Total - e.last.Total
+		r = a.Total - last.Total
 	}
-	e.last = a
-	return r * e.cfg.RewardScale
+	*last = a
+	return r
 }
 
 // Sim is the running simulation (its metrics at the end of an episode).
 func (e *ClusterEnv) Sim() *env.Sim { return e.sim }
+
+// Baseline is the baseline's simulation, nil without one.
+func (e *ClusterEnv) Baseline() *env.Sim { return e.base }
 
 // Close stops the simulation coroutine.
 func (e *ClusterEnv) Close() {

@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"time"
@@ -109,7 +110,7 @@ func (l *Learner) Version() uint64 { return l.version }
 
 // Broadcast publishes the current parameters as the next version.
 func (l *Learner) Broadcast() error {
-	payload, err := l.Pol.EncodeParams(map[string]string{"tegrl.run": l.Cfg.RunID, "tegrl.version": fmt.Sprint(l.version + 1)})
+	payload, err := l.Pol.EncodeParams(l.meta(l.version + 1))
 	if err != nil {
 		return err
 	}
@@ -119,6 +120,27 @@ func (l *Learner) Broadcast() error {
 		return fmt.Errorf("learner: publishing version %d: %w", l.version, err)
 	}
 	return nil
+}
+
+// Metadata keys of a broadcast that remote actors read.
+const (
+	metaRun     = "tegrl.run"
+	metaVersion = "tegrl.version"
+	metaEnv     = "tegrl.env"
+	metaActor   = "tegrl.actor"
+)
+
+// actorMeta is what a remote actor needs besides the environment.
+type actorMeta struct {
+	Seed       uint64 `json:"seed"`
+	SegmentLen int    `json:"segment_len"`
+}
+
+// meta is the metadata of version v's broadcast.
+func (l *Learner) meta(v uint64) map[string]string {
+	env, _ := json.Marshal(l.Cfg.Env)
+	act, _ := json.Marshal(actorMeta{Seed: l.Cfg.Seed, SegmentLen: l.Cfg.SegmentLen})
+	return map[string]string{metaRun: l.Cfg.RunID, metaVersion: fmt.Sprint(v), metaEnv: string(env), metaActor: string(act)}
 }
 
 // collect reads segments until the batch holds BatchSize decisions.
@@ -193,8 +215,10 @@ func (l *Learner) forward() {
 	}
 }
 
-// Step collects one batch, runs one PPO update on it with V-trace
-// advantages and targets, and broadcasts the new parameters.
+// Step collects one batch and runs one PPO update on it with V-trace
+// advantages and targets; the caller then broadcasts the new parameters
+// (Broadcast), after checkpointing if it wants to: actors in sync mode wait
+// for that broadcast, so a checkpoint taken before it sees them idle.
 func (l *Learner) Step(ctx context.Context, totalUpdates int) (UpdateLog, error) {
 	t0 := time.Now()
 	eps, err := l.collect(ctx)
@@ -230,10 +254,7 @@ func (l *Learner) Step(ctx context.Context, totalUpdates int) (UpdateLog, error)
 	}
 	l.updates++
 	l.steps += uint64(n)
-	if err := l.Broadcast(); err != nil {
-		return UpdateLog{}, err
-	}
-	log := UpdateLog{Update: l.updates, Version: l.version, Steps: l.steps, WallS: time.Since(l.start).Seconds(),
+	log := UpdateLog{Update: l.updates, Version: l.version + 1, Steps: l.steps, WallS: time.Since(l.start).Seconds(),
 		StepsPerS: float64(n) / time.Since(t0).Seconds(), BehaviourLag: lag / float64(n), MeanRho: rho / float64(n),
 		UpdateStats: st, Episodes: len(eps), BadSegments: l.badSegments}
 	for _, e := range eps {

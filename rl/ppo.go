@@ -36,11 +36,14 @@ type Config struct {
 
 // DefaultConfig is the learner setting for the TEG environment: GAE
 // (0.99, 0.95), clip 0.2, gradient-norm clip 40 as in the MCP 2026 design,
-// approximate-KL early stop at 1.5 × 0.015.
+// approximate-KL early stop at 1.5 × 0.015. The value loss is not clipped:
+// clipping it to ±0.2 around the old values stalls a critic whose targets
+// are far from its initial outputs (CleanRL clips, but on normalised
+// rewards).
 func DefaultConfig() Config {
 	return Config{
 		LR: 3e-4, AnnealLR: true, Gamma: 0.99, Lambda: 0.95, Epochs: 4, Minibatches: 4,
-		ClipCoef: 0.2, ClipVLoss: true, EntCoef: 0.01, VFCoef: 0.5, MaxGradNorm: 40,
+		ClipCoef: 0.2, ClipVLoss: false, EntCoef: 0.01, VFCoef: 0.5, MaxGradNorm: 40,
 		TargetKL: 0.015, NormAdv: true, AdamEps: 1e-5, RhoBar: 1, CBar: 1,
 	}
 }
@@ -142,6 +145,7 @@ type PPO struct {
 	model Model
 	opt   *nn.Adam[float32]
 	tp    *nn.Tape[float32]
+	src   *rand.PCG
 	rng   *rand.Rand
 
 	perm                    []int
@@ -156,9 +160,10 @@ func NewPPO(model Model, cfg Config, seed uint64) (*PPO, error) {
 	}
 	opt := nn.NewAdam(model.Params(), cfg.LR)
 	opt.Eps = cfg.AdamEps
+	src := rand.NewPCG(seed, 0x70706f2d6d696e69) // "ppo-mini"
 	return &PPO{
-		Cfg: cfg, model: model, opt: opt, tp: nn.NewTape[float32](),
-		rng:     rand.New(rand.NewPCG(seed, 0x70706f2d6d696e69)), // "ppo-mini"
+		Cfg: cfg, model: model, opt: opt, tp: nn.NewTape[float32](), src: src,
+		rng:     rand.New(src),
 		oldLogP: nn.Zeros[float32](0), adv: nn.Zeros[float32](0), ret: nn.Zeros[float32](0), oldV: nn.Zeros[float32](0),
 	}, nil
 }
@@ -166,8 +171,11 @@ func NewPPO(model Model, cfg Config, seed uint64) (*PPO, error) {
 // Optimizer exposes the Adam state (for checkpoints).
 func (p *PPO) Optimizer() *nn.Adam[float32] { return p.opt }
 
-// RNG exposes the minibatch shuffler's generator (for checkpoints).
-func (p *PPO) RNG() *rand.Rand { return p.rng }
+// RNGState is the minibatch shuffler's state (for checkpoints).
+func (p *PPO) RNGState() ([]byte, error) { return p.src.MarshalBinary() }
+
+// SetRNGState restores RNGState's bytes.
+func (p *PPO) SetRNGState(b []byte) error { return p.src.UnmarshalBinary(b) }
 
 // Updates is the number of updates run.
 func (p *PPO) Updates() int { return p.updates }

@@ -27,10 +27,9 @@ type TrainConfig struct {
 	Sync   bool   `json:"sync"`
 	MaxLag uint64 `json:"max_lag"` // segments older than this many versions are dropped
 
-	PPO    Config            `json:"ppo"`
-	Policy PolicyConfig      `json:"policy"`
-	Env    ClusterEnvConfig  `json:"-"`
-	EnvTag map[string]string `json:"env"` // a description of Env for the logs
+	PPO    Config       `json:"ppo"`
+	Policy PolicyConfig `json:"policy"`
+	Env    EnvSpec      `json:"env"`
 
 	// Transport: "nats" (default) or "chan" (in-process channels, for
 	// comparison). NATSURL "" starts an embedded server on a random
@@ -38,6 +37,14 @@ type TrainConfig struct {
 	Transport string `json:"transport"`
 	NATSURL   string `json:"-"`
 	Token     string `json:"-"`
+
+	// CheckpointDir receives a checkpoint every CheckpointEvery updates
+	// and after the last one; Resume continues from a checkpoint directory
+	// (with one in-process actor in sync mode, exactly as the run that
+	// wrote it would have gone on).
+	CheckpointDir   string `json:"-"`
+	CheckpointEvery int    `json:"-"`
+	Resume          string `json:"-"`
 
 	Logger   *slog.Logger      `json:"-"`
 	Progress func(l UpdateLog) `json:"-"`
@@ -81,7 +88,7 @@ func (c *TrainConfig) Updates() int { return c.TotalSteps / c.BatchSize }
 
 // ActorConfig returns the configuration of in-process or remote actor id.
 func (c *TrainConfig) ActorConfig(id uint32) ActorConfig {
-	a := ActorConfig{ID: id, Seed: c.Seed, SegmentLen: c.SegmentLen, Env: c.Env, Policy: c.Policy, Logger: c.Logger}
+	a := ActorConfig{ID: id, Seed: c.Seed, SegmentLen: c.SegmentLen, Env: c.Env.Config(), Policy: c.Policy, Logger: c.Logger}
 	if c.Sync && c.Actors > 0 {
 		a.SyncSegments = c.BatchSize / (c.SegmentLen * c.Actors)
 	}
@@ -168,10 +175,18 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	var prior []UpdateLog
+	var actorState *ActorState
+	if cfg.Resume != "" {
+		if prior, actorState, err = LoadCheckpoint(cfg.Resume, l); err != nil {
+			return nil, err
+		}
+		cfg.Logger.Info("resumed", "from", cfg.Resume, "update", l.updates, "version", l.version)
+	}
 	if err := l.Broadcast(); err != nil {
 		return nil, err
 	}
-	res, err := runLearner(ctx, l, cfg, newActor)
+	res, err := runLearner(ctx, l, cfg, newActor, prior, actorState)
 	if res != nil {
 		res.Stats = ltr.Stats()
 	}
@@ -179,11 +194,13 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 }
 
 // runLearner starts the in-process actors and runs the updates.
-func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(uint32) (transport.ActorTransport, error)) (*TrainResult, error) {
+func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(uint32) (transport.ActorTransport, error),
+	prior []UpdateLog, actorState *ActorState) (*TrainResult, error) {
 	actx, stopActors := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	errs := make(chan error, cfg.Actors)
 	var actorTr []transport.ActorTransport
+	var actors []*Actor
 	for i := 0; i < cfg.Actors; i++ {
 		tr, err := newActor(uint32(i + 1))
 		if err != nil {
@@ -198,6 +215,10 @@ func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(
 			wg.Wait()
 			return nil, err
 		}
+		if actorState != nil {
+			a.Restore(actorState)
+		}
+		actors = append(actors, a)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -206,15 +227,23 @@ func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(
 			}
 		}()
 	}
-	res := &TrainResult{Learner: l}
+	res := &TrainResult{Learner: l, Log: prior}
 	var err error
-	for u := 0; u < cfg.Updates(); u++ {
+	for u := l.updates; u < cfg.Updates(); u++ {
 		var log UpdateLog
 		log, err = l.Step(ctx, cfg.Updates())
 		if err != nil {
 			break
 		}
 		res.Log = append(res.Log, log)
+		if cfg.CheckpointDir != "" && cfg.CheckpointEvery > 0 && (l.updates%cfg.CheckpointEvery == 0 || u == cfg.Updates()-1) {
+			if err = SaveCheckpoint(cfg.CheckpointDir, l, res.Log, actors); err != nil {
+				break
+			}
+		}
+		if err = l.Broadcast(); err != nil {
+			break
+		}
 		if cfg.Progress != nil {
 			cfg.Progress(log)
 		}

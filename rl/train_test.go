@@ -11,7 +11,7 @@ func tinyTrain(transport string, actors int, sync bool) TrainConfig {
 	return TrainConfig{
 		RunID: "test", Seed: 7, Actors: actors, SegmentLen: 50, BatchSize: 200, TotalSteps: 600, Sync: sync,
 		MaxLag: 4, PPO: DefaultConfig(), Policy: PolicyConfig{Candidates: 8, Hidden: 16, DampingMax: 2, ReplicaZeroBias: 4},
-		Env:       ClusterEnvConfig{Source: SyntheticSource(24, 0.9, 900), Duration: 900},
+		Env:       EnvSpec{Machines: 24, Load: 0.9, Episode: 900},
 		Transport: transport, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 }

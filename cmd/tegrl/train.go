@@ -46,6 +46,7 @@ type trainFlags struct {
 	candidates int
 	hidden     int
 	reward     string
+	baseline   string
 	jsonOut    bool
 }
 
@@ -101,17 +102,15 @@ Presets:
 	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
 	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
-	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (0: the preset's)")
+	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (\"\": the preset's)")
+	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
 	return cmd
 }
 
-// trainPreset is a preset's run configuration and evaluation source.
+// trainPreset is a preset's run configuration.
 type trainPreset struct {
-	cfg      rl.TrainConfig
-	machines int
-	load     float64
-	episode  float64
+	cfg rl.TrainConfig
 }
 
 func presetFor(name string) (trainPreset, error) {
@@ -120,8 +119,7 @@ func presetFor(name string) (trainPreset, error) {
 		ppo := rl.DefaultConfig()
 		return trainPreset{
 			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 200_000, PPO: ppo, Policy: rl.DefaultPolicyConfig(),
-				Env: rl.ClusterEnvConfig{Reward: rl.RewardSlowdown, RewardScale: 1}},
-			machines: 96, load: 0.9, episode: 7200,
+				Env: rl.EnvSpec{Machines: 96, Load: 0.9, Episode: 7200, Reward: rl.RewardSlowdown, RewardScale: 1, Baseline: "langevin"}},
 		}, nil
 	}
 	return trainPreset{}, fmt.Errorf("unknown preset %q (known: small)", name)
@@ -187,21 +185,21 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	}
 	set(&cfg.TotalSteps, f.steps)
 	set(&cfg.BatchSize, f.batch)
-	set(&p.machines, f.machines)
-	setF(&p.load, f.load)
-	setF(&p.episode, f.episode)
+	set(&cfg.Env.Machines, f.machines)
+	setF(&cfg.Env.Load, f.load)
+	setF(&cfg.Env.Episode, f.episode)
 	setF(&cfg.PPO.LR, f.lr)
 	set(&cfg.Policy.Candidates, f.candidates)
 	set(&cfg.Policy.Hidden, f.hidden)
 	if f.reward != "" {
 		cfg.Env.Reward = f.reward
 	}
+	if f.baseline != "-" {
+		cfg.Env.Baseline = f.baseline
+	}
+	envCfg := cfg.Env.Config()
 	cfg.RunID, cfg.Seed, cfg.Actors, cfg.SegmentLen = f.runID, f.seed, f.actors, f.segment
 	cfg.Sync, cfg.MaxLag, cfg.Transport, cfg.NATSURL, cfg.Token = f.sync, f.maxLag, f.transport, f.natsURL, f.token
-	cfg.Env.Source = rl.SyntheticSource(p.machines, p.load, p.episode)
-	cfg.Env.Duration = p.episode
-	cfg.EnvTag = map[string]string{"cluster": "synthetic", "machines": strconv.Itoa(p.machines),
-		"load": strconv.FormatFloat(p.load, 'g', -1, 64), "episode_s": strconv.FormatFloat(p.episode, 'g', -1, 64)}
 	cfg.Logger = a.log
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
@@ -213,7 +211,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 			"kl", l.ApproxKL, "clip", l.ClipFrac, "ev", l.ExplainedVar, "entropy", l.Entropy)
 	}
 	start := time.Now()
-	a.log.Info("train", "preset", f.preset, "machines", p.machines, "load", p.load, "episode_s", p.episode,
+	a.log.Info("train", "preset", f.preset, "machines", cfg.Env.Machines, "load", cfg.Env.Load, "episode_s", cfg.Env.Episode,
 		"steps", cfg.TotalSteps, "batch", cfg.BatchSize, "actors", cfg.Actors, "transport", cfg.Transport, "sync", cfg.Sync)
 	res, err := rl.Train(ctx, cfg)
 	_ = bar.Finish()
@@ -242,7 +240,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 			return err
 		}
 		sum.EvalSeeds = seeds
-		if err := evalPolicy(ctx, &sum, payload, cfg.Env.Source, p.episode, seeds, f.evalRefs); err != nil {
+		if err := evalPolicy(ctx, &sum, payload, envCfg.Source, cfg.Env.Episode, seeds, f.evalRefs); err != nil {
 			return err
 		}
 		for _, r := range sum.Eval[1:] {

@@ -1,0 +1,41 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/rl"
+)
+
+func init() { addCommand(newActorCmd) }
+
+func newActorCmd(a *app) *cobra.Command {
+	var cfg rl.RemoteActorConfig
+	var id uint32
+	cmd := &cobra.Command{
+		Use:   "actor",
+		Short: "Run an IMPALA actor for a tegrl train learner over NATS",
+		Long: `actor connects to the NATS server of a training run, waits for the learner's
+parameters (which also carry the environment and the policy's shape), then
+runs episodes and publishes trajectory segments, switching to newer
+parameters between segments. It stops on SIGINT/SIGTERM or when the learner
+has broadcast nothing new for --idle-timeout.`,
+		Example: `  tegrl broker --listen 127.0.0.1:4222 --token s3cret &
+  tegrl train --preset small --nats nats://127.0.0.1:4222 --token s3cret --actors 0 --run r1 --out runs/r1 &
+  tegrl actor --nats nats://127.0.0.1:4222 --token s3cret --run r1 --id 1 &
+  tegrl actor --nats nats://127.0.0.1:4222 --token s3cret --run r1 --id 2`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg.ID, cfg.Logger = id, a.log
+			return rl.RunRemoteActor(cmd.Context(), cfg)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&cfg.URL, "nats", "nats://127.0.0.1:4222", "NATS server URL")
+	fl.StringVar(&cfg.Token, "token", "", "NATS token")
+	fl.StringVar(&cfg.RunID, "run", "train", "run id of the learner (tegrl train --run)")
+	fl.Uint32Var(&id, "id", 1, "actor id, unique within the run (in-process actors of tegrl train use 1..--actors)")
+	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "stop when the learner broadcast nothing new for this long")
+	return cmd
+}

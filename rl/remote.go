@@ -1,0 +1,106 @@
+package rl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tegrl/tegrl/rl/transport"
+)
+
+// RemoteActorConfig configures an actor in its own process (tegrl actor).
+// Everything else (the environment, the policy's shape, the run's seed)
+// comes from the learner's parameter broadcasts.
+type RemoteActorConfig struct {
+	URL, Token, RunID string
+	ID                uint32
+	// IdleTimeout stops the actor when the learner broadcast nothing new
+	// for this long (0: WaitTimeout).
+	IdleTimeout time.Duration
+	Logger      *slog.Logger
+}
+
+// RunRemoteActor connects to NATS, waits for the learner's parameters,
+// builds the environment and the policy they describe, and acts until ctx
+// ends or the learner goes quiet.
+func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = WaitTimeout
+	}
+	conn, err := transport.Dial(ctx, transport.DialConfig{URL: cfg.URL, Token: cfg.Token, RunID: cfg.RunID,
+		Name: fmt.Sprintf("tegrl-actor-%d", cfg.ID), Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("actor %d: %w", cfg.ID, err)
+	}
+	defer conn.Close()
+	tr, err := transport.NewActor(ctx, conn, transport.ActorConfig{ID: cfg.ID, Logger: cfg.Logger})
+	if err != nil {
+		return fmt.Errorf("actor %d: %w", cfg.ID, err)
+	}
+	defer tr.Close()
+	deadline := time.Now().Add(cfg.IdleTimeout)
+	var payload []byte
+	for {
+		_, p, ok := tr.LatestParams()
+		if ok {
+			payload = p
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("actor %d: no parameters from run %q within %v", cfg.ID, cfg.RunID, cfg.IdleTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	acfg, err := actorConfigFromParams(payload)
+	if err != nil {
+		return fmt.Errorf("actor %d: parameters of run %q: %w", cfg.ID, cfg.RunID, err)
+	}
+	acfg.ID, acfg.IdleTimeout, acfg.Logger = cfg.ID, cfg.IdleTimeout, cfg.Logger
+	a, err := NewActor(acfg, tr)
+	if err != nil {
+		return err
+	}
+	cfg.Logger.Info("actor started", "id", cfg.ID, "run", cfg.RunID)
+	return a.Run(ctx)
+}
+
+// actorConfigFromParams reads an actor's configuration from a broadcast's
+// metadata.
+func actorConfigFromParams(payload []byte) (ActorConfig, error) {
+	meta, err := decodeMeta(payload)
+	if err != nil {
+		return ActorConfig{}, err
+	}
+	pcfg, err := PolicyMeta(meta)
+	if err != nil {
+		return ActorConfig{}, err
+	}
+	var spec EnvSpec
+	if err := strictJSON(meta[metaEnv], &spec); err != nil {
+		return ActorConfig{}, fmt.Errorf("%s: %w", metaEnv, err)
+	}
+	var am actorMeta
+	if err := strictJSON(meta[metaActor], &am); err != nil {
+		return ActorConfig{}, fmt.Errorf("%s: %w", metaActor, err)
+	}
+	if spec.Machines < 1 || !(spec.Episode > 0) || !(spec.Load > 0) {
+		return ActorConfig{}, fmt.Errorf("environment %+v out of range", spec)
+	}
+	return ActorConfig{Seed: am.Seed, SegmentLen: am.SegmentLen, Env: spec.Config(), Policy: pcfg}, nil
+}
+
+func strictJSON(s string, v any) error {
+	dec := json.NewDecoder(bytes.NewReader([]byte(s)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
