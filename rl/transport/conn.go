@@ -111,8 +111,13 @@ func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
 		nats.ReconnectWait(wait),
 		nats.ReconnectJitter(50*time.Millisecond, 50*time.Millisecond),
 		nats.ReconnectBufSize(buf),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+		nats.DisconnectErrHandler(func(nc *nats.Conn, err error) {
 			c.disconnects.Add(1)
+			if nc.IsClosed() || err == nil {
+				// Our own Close, or the server shutting down cleanly.
+				c.log.Debug("NATS disconnected", "err", err)
+				return
+			}
 			c.log.Warn("NATS disconnected; reconnecting", "err", err)
 		}),
 		nats.ReconnectHandler(func(nc *nats.Conn) {
