@@ -212,6 +212,8 @@ type batchWriter struct {
 	total   int64
 	batches int
 	crc     crcHasher
+	sizes   []int // the last batch's builder lengths, lists' items included
+	reserve bool  // reserve sizes at the next batch's first row
 	err     error // sticky: after a failure, every call returns it
 	closed  bool
 }
@@ -247,12 +249,32 @@ func createBatchWriter(path string, schema *arrow.Schema, opt WriterOptions) (*b
 	return w, nil
 }
 
+// startRow is called by typed writers before they append a row: the first
+// row of a batch after the first reserves the builders.
+func (w *batchWriter) startRow() {
+	if w.rows == 0 && w.reserve {
+		k := 0
+		for _, b := range w.rb.Fields() {
+			k = reserveSizes(w.sizes, k, b)
+		}
+		w.reserve = false
+	}
+}
+
 // endRow accounts one appended row of about n bytes and flushes the batch
 // when it is full.
 func (w *batchWriter) endRow(n int) error {
 	w.rows++
 	w.bytes += n
 	w.total++
+	if w.rows == 1 && w.sizes == nil && w.opt.BatchRows > 1 {
+		// The first row of the file: reserve for the batch its size
+		// predicts, rather than grow by doubling.
+		rows := min(w.opt.BatchRows, max(1, w.opt.BatchBytes/max(n, 1))) - 1
+		for _, b := range w.rb.Fields() {
+			reserveLike(b, rows)
+		}
+	}
 	if w.rows >= w.opt.BatchRows || w.bytes >= w.opt.BatchBytes {
 		return w.flush()
 	}
@@ -264,6 +286,14 @@ func (w *batchWriter) flush() error {
 	if w.rows == 0 {
 		return nil
 	}
+	// Builders start each batch empty; reserving what the last batch
+	// held saves the copies of doubling growth (transitions rows are
+	// hundreds of kilobytes).
+	sizes := w.sizes[:0]
+	for _, b := range w.rb.Fields() {
+		sizes = appendSizes(sizes, b)
+	}
+	w.sizes, w.reserve = sizes, true
 	rec := w.rb.NewRecordBatch()
 	defer rec.Release()
 	sum := w.crc.record(rec)
@@ -283,6 +313,31 @@ func (w *batchWriter) fail(err error) error {
 		w.err = err
 	}
 	return w.err
+}
+
+// reserveLike reserves room for rows more rows like those in b.
+func reserveLike(b array.Builder, rows int) {
+	b.Reserve(b.Len() * rows)
+	if l, ok := b.(*array.ListBuilder); ok {
+		reserveLike(l.ValueBuilder(), rows)
+	}
+}
+
+func appendSizes(sizes []int, b array.Builder) []int {
+	sizes = append(sizes, b.Len())
+	if l, ok := b.(*array.ListBuilder); ok {
+		sizes = appendSizes(sizes, l.ValueBuilder())
+	}
+	return sizes
+}
+
+func reserveSizes(sizes []int, k int, b array.Builder) int {
+	b.Reserve(sizes[k])
+	k++
+	if l, ok := b.(*array.ListBuilder); ok {
+		k = reserveSizes(sizes, k, l.ValueBuilder())
+	}
+	return k
 }
 
 // close flushes the last batch and the footer; a writer that created its

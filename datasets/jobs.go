@@ -125,6 +125,7 @@ func (w *JobsWriter) Append(j *env.Job) error {
 	if col, err := checkJob(j, w.bw.total, w.prevArrival); err != nil {
 		return w.bw.fail(fmt.Errorf("%s: job %d (%s): column %s: %w", w.bw.name, j.ID, j.Name, col, err))
 	}
+	w.bw.startRow()
 	w.prevArrival = j.Arrival
 	b := &w.b
 	b.id.Append(int64(j.ID))

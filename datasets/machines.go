@@ -231,6 +231,7 @@ func writeMachines(bw *batchWriter, c *env.Cluster) error {
 		}
 		rk := &c.Racks[m.Rack]
 		lf := &c.Leaves[rk.Leaf]
+		bw.startRow()
 		name.Append(m.Name)
 		cpu.Append(m.CPU)
 		mem.Append(m.Mem)

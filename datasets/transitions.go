@@ -479,6 +479,7 @@ func (w *TransitionsWriter) Append(t *Transition) error {
 	if col, err := checkTransition(t); err != nil {
 		return w.bw.fail(fmt.Errorf("%s: run %s episode %d step %d: column %s: %w", w.bw.name, t.RunID, t.Episode, t.Step, col, err))
 	}
+	w.bw.startRow()
 	o := &t.Obs
 	w.runID.Append(t.RunID)
 	w.episode.Append(t.Episode)

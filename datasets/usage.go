@@ -136,6 +136,7 @@ func (w *UsageWriter) Append(u *UsageSample) error {
 	if col, err := checkUsage(u); err != nil {
 		return w.bw.fail(fmt.Errorf("%s: row %d (machine %s, time %d): column %s: %w", w.bw.name, w.bw.total, u.Machine, u.Time, col, err))
 	}
+	w.bw.startRow()
 	w.machine.Append(u.Machine)
 	w.time.Append(u.Time)
 	w.cpu.Append(u.CPUUtil)
