@@ -1,0 +1,387 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/datasets"
+	"github.com/tegrl/tegrl/env"
+)
+
+func init() { addCommand(newDatasetCmd) }
+
+func newDatasetCmd(a *app) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dataset",
+		Short: "Convert traces, generate workloads, record transitions and inspect Arrow datasets",
+		Long: `dataset reads and writes tegrl's datasets: Arrow IPC files of transitions
+(one row per scheduling decision), jobs (a workload), machines (a cluster)
+and usage series (docs/datasets.md). Every file carries its kind, format
+version, observation schema hash and checksums; readers refuse a file that
+does not match.`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(newDatasetConvertCmd(a), newDatasetGenCmd(a), newDatasetRecordCmd(a), newDatasetInspectCmd(a))
+	return cmd
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	return enc.Encode(v)
+}
+
+func printConverted(w io.Writer, res datasets.Converted) {
+	for _, f := range res.Files {
+		fmt.Fprintln(w, f)
+	}
+	fmt.Fprintf(w, "%d machines, %d jobs, %d usage samples\n", res.Machines, res.Jobs, res.Usage)
+}
+
+func newDatasetConvertCmd(a *app) *cobra.Command {
+	var (
+		from, out    string
+		compress     float64
+		maxInstances int
+		batchRows    int
+		jsonOut      bool
+	)
+	cmd := &cobra.Command{
+		Use:   "convert",
+		Short: "Convert Alibaba cluster traces into machines.arrow, jobs.arrow and usage.arrow",
+		Long: `convert reads a public Alibaba trace with env's loaders (the same ones
+tegrl simulate uses) and writes Arrow datasets into --out:
+
+  alibaba-gpu:DIR    the 2023 GPU trace: DIR/nodes.csv -> machines.arrow,
+                     DIR/pods.csv -> jobs.arrow
+  alibaba-2018:DIR   the 2018 trace: DIR/machine_meta.csv -> machines.arrow,
+                     DIR/machine_usage.csv -> usage.arrow (when present),
+                     batch tasks from DIR/jobs.csv or the sibling
+                     alibaba-v2018-batch/jobs.csv -> jobs.arrow (when found)
+  alibaba-batch:FILE the 2018 batch task table -> jobs.arrow`,
+		Example: `  tegrl dataset convert --from alibaba-gpu:../shared/traces/alibaba-gpu-v2023 --out data/gpu
+  tegrl dataset convert --from alibaba-2018:../shared/traces/alibaba-v2018 --out data/v2018`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			src, path, ok := strings.Cut(from, ":")
+			if !ok || path == "" {
+				return fmt.Errorf("--from %q: want alibaba-gpu:DIR, alibaba-2018:DIR or alibaba-batch:FILE", from)
+			}
+			opt := datasets.ConvertOptions{Compress: compress, MaxInstances: maxInstances,
+				Writer: datasets.WriterOptions{BatchRows: batchRows}, Log: a.log}
+			var res datasets.Converted
+			var err error
+			switch src {
+			case "alibaba-gpu":
+				res, err = datasets.ConvertAlibabaGPU(path, out, opt)
+			case "alibaba-2018":
+				res, err = datasets.ConvertAlibaba2018(path, out, opt)
+			case "alibaba-batch":
+				res, err = datasets.ConvertAlibabaBatch(path, out, opt)
+			default:
+				return fmt.Errorf("--from %q: unknown source %q (want alibaba-gpu, alibaba-2018 or alibaba-batch)", from, src)
+			}
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				return printJSON(a.stdout, res)
+			}
+			printConverted(a.stdout, res)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&from, "from", "", "trace to convert: alibaba-gpu:DIR, alibaba-2018:DIR or alibaba-batch:FILE")
+	fl.StringVar(&out, "out", "", "output folder (created if missing)")
+	fl.Float64Var(&compress, "compress", 1, "time-compression factor (arrivals and durations divided by it)")
+	fl.IntVar(&maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all 2.5M)")
+	fl.IntVar(&batchRows, "batch-rows", datasets.DefaultBatchRows, "rows per Arrow record batch")
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
+	cmd.MarkFlagRequired("from")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+func newDatasetGenCmd(a *app) *cobra.Command {
+	var (
+		out       string
+		machines  int
+		seed      uint64
+		load      float64
+		duration  string
+		batchRows int
+		jsonOut   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "gen",
+		Short: "Write a synthetic cluster and workload as machines.arrow and jobs.arrow",
+		Long: `gen writes the synthetic cluster and bursty AI workload that tegrl simulate
+uses by default (same generators, same seed, same jobs) as Arrow datasets,
+so that a run can be replayed or shared. The same flags always write the
+same bytes.`,
+		Example: `  tegrl dataset gen --machines 1000 --seed 1 --load 0.9 --duration 6h --out data/synthetic`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			horizon, err := parseSeconds(duration)
+			if err != nil {
+				return err
+			}
+			if horizon <= 0 {
+				return fmt.Errorf("--duration %q: the workload needs a positive horizon", duration)
+			}
+			res, err := datasets.Generate(out, datasets.GenConfig{Machines: machines, Seed: seed,
+				Workload: env.WorkloadConfig{Horizon: horizon, Load: load}, Writer: datasets.WriterOptions{BatchRows: batchRows}})
+			if err != nil {
+				return err
+			}
+			a.log.Info("generated", "machines", res.Machines, "jobs", res.Jobs, "out", out)
+			if jsonOut {
+				return printJSON(a.stdout, res)
+			}
+			printConverted(a.stdout, res)
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&out, "out", "", "output folder (created if missing)")
+	fl.IntVar(&machines, "machines", 1000, "machines of the synthetic cluster")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the cluster and workload")
+	fl.Float64Var(&load, "load", env.DefaultWorkload.Load, "offered load (fraction of the busier of CPU and GPU capacity)")
+	fl.StringVar(&duration, "duration", "6h", "span of arrivals (Go duration such as 6h, or seconds)")
+	fl.IntVar(&batchRows, "batch-rows", datasets.DefaultBatchRows, "rows per Arrow record batch")
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
+	cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+// recordFlags are the flags of `tegrl dataset record`: simulate's cluster,
+// workload, run and TEG switch flags, plus the output.
+type recordFlags struct {
+	scheduler, cluster, workload, duration, out, runID string
+	machines, ticks, maxInstances, batchRows           int
+	tick, load, compress, mtbf                         float64
+	seed                                               uint64
+	episode                                            int32
+	jsonOut                                            bool
+	teg                                                simulateFlags // the TEG switches; tegFor reads them
+}
+
+func newDatasetRecordCmd(a *app) *cobra.Command {
+	f := &recordFlags{}
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Run a scheduler in the simulator and record one transition per decision",
+		Long: `record runs a simulation as tegrl simulate does (same cluster, workload, seed
+and TEG flags) under one scheduler, built-in or a policy file, and writes
+into --out: transitions.arrow, one row per scheduling decision (the
+observation tensors, the action, the reward accrued until the next
+decision, done on the last row; behaviour log-prob, value and policy
+version are 0 for non-learned schedulers), plus the run's machines.arrow
+and jobs.arrow so that it can be replayed. Rows are written as they come:
+memory does not grow with the run. A transition of a 100-machine cluster
+is about 150 KB, so the defaults are a small cluster and one hour.`,
+		Example: `  tegrl dataset record --scheduler langevin --machines 100 --duration 1h --seed 1 --out data/langevin
+  tegrl dataset record --scheduler fgd --cluster alibaba-gpu:../shared/traces/alibaba-gpu-v2023/nodes.csv \
+      --duration 30m --out data/fgd-gpu`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runRecord(cmd, a, f)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.scheduler, "scheduler", "fgd", "scheduler: a built-in name ("+strings.Join(env.SchedulerNames, ", ")+") or a policy file")
+	fl.IntVar(&f.machines, "machines", 100, "machines of the synthetic cluster")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
+	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic, alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
+	fl.StringVar(&f.duration, "duration", "1h", `simulated time to run (Go duration such as 1h, or seconds); "" runs the synthetic horizon, or until a trace drains`)
+	fl.IntVar(&f.ticks, "ticks", 0, "stop after this many ticks (0: no limit beyond --duration)")
+	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the cluster, workload, failures and scheduler randomness")
+	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
+	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads")
+	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
+	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
+	fl.StringVar(&f.teg.safety, "safety", "", "safety layer: on or off (default on)")
+	fl.StringVar(&f.teg.moves, "moves", "", "Langevin moves of running jobs: on or off (default on for langevin only)")
+	fl.StringVar(&f.teg.controller, "controller", "", "Landau damping controller: on or off (default on for langevin only)")
+	fl.StringVar(&f.teg.tokens, "tokens", "", "token fair-share queue priority: on or off (default on)")
+	fl.StringVar(&f.teg.contention, "contention", "", "CPU/GPU contention slowdowns: on or off (default on)")
+	fl.StringVar(&f.out, "out", "", "output folder (created if missing)")
+	fl.StringVar(&f.runID, "run-id", "", "run ID stored in every row (default SCHEDULER-seedSEED)")
+	fl.Int32Var(&f.episode, "episode", 0, "episode number stored in every row")
+	fl.IntVar(&f.batchRows, "batch-rows", datasets.DefaultBatchRows, "rows per Arrow record batch (batches also close at 64 MiB)")
+	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object (files, transitions, run metrics) instead of text")
+	cmd.MarkFlagRequired("out")
+	f.teg.flags = fl
+	return cmd
+}
+
+func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
+	newSched, err := schedulerFactory(f.scheduler)
+	if err != nil {
+		return err
+	}
+	sched := newSched()
+	cs, err := env.ParseClusterSpec(f.cluster)
+	if err != nil {
+		return err
+	}
+	cs.Machines, cs.Seed = f.machines, f.seed
+	ws, err := env.ParseWorkloadSpec(f.workload)
+	if err != nil {
+		return err
+	}
+	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
+	c, err := cs.Load()
+	if err != nil {
+		return fmt.Errorf("load cluster: %w", err)
+	}
+	w, err := ws.Load(c)
+	if err != nil {
+		return fmt.Errorf("load workload: %w", err)
+	}
+	cfg := env.SimConfig{Seed: f.seed, Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
+	switch {
+	case f.duration != "":
+		if cfg.Duration, err = parseSeconds(f.duration); err != nil {
+			return err
+		}
+	case ws.Source == "synthetic":
+		cfg.Duration = ws.Config.Horizon
+	}
+	teg, err := f.teg.tegFor(sched)
+	if err != nil {
+		return err
+	}
+	cfg.TEG = &teg
+	runID := f.runID
+	if runID == "" {
+		runID = fmt.Sprintf("%s-seed%d", sched.Name(), f.seed)
+	}
+	a.log.Info("record", "scheduler", sched.Name(), "cluster", f.cluster, "machines", len(c.Machines), "gpus", c.TotalGPUs(),
+		"workload", w.Name, "jobs", len(w.Jobs), "duration_s", cfg.Duration, "out", f.out)
+	rc := datasets.RecordConfig{RunID: runID, Episode: f.episode, Sim: cfg, Writer: datasets.WriterOptions{BatchRows: f.batchRows,
+		Source: fmt.Sprintf("record scheduler=%s cluster=%s workload=%s seed=%d", f.scheduler, f.cluster, f.workload, f.seed)}}
+	if cfg.Duration > 0 {
+		tick := cfg.Tick
+		if tick == 0 {
+			tick = env.DefaultSimConfig.Tick
+		}
+		bar := newProgress(a.stderr, int(cfg.Duration/tick), "record")
+		defer bar.Finish()
+		done := 0
+		rc.Progress = func(now float64) {
+			if k := int(now / tick); k > done {
+				bar.Add(k - done)
+				done = k
+			}
+		}
+	}
+	res, err := datasets.RecordRun(cmd.Context(), f.out, c, w, sched, rc)
+	if err != nil {
+		return err
+	}
+	a.log.Info("recorded", "transitions", res.Transitions, "reward_mean", res.Metrics.RewardMean)
+	if f.jsonOut {
+		return printJSON(a.stdout, res)
+	}
+	for _, p := range res.Files {
+		fmt.Fprintln(a.stdout, p)
+	}
+	fmt.Fprintf(a.stdout, "%d transitions (%s, %d machines, %d jobs, %.0f simulated s, reward mean %.3f)\n",
+		res.Transitions, sched.Name(), res.Machines, res.Jobs, res.Metrics.SimTimeS, res.Metrics.RewardMean)
+	return nil
+}
+
+func newDatasetInspectCmd(a *app) *cobra.Command {
+	var jsonOut bool
+	cmd := &cobra.Command{
+		Use:   "inspect FILE",
+		Short: "Print a dataset's kind, schema, metadata, row and batch counts and column statistics",
+		Long: `inspect reads an Arrow dataset batch by batch and prints its kind, schema
+(fields and types), metadata (observation schema hash, shapes), row and
+batch counts, and for each numeric column (list columns: their items) the
+count, nulls, NaNs, min, mean and max. It then runs the kind's reader over
+the file: a file that fails its checks is reported (and the command
+fails) after the summary.`,
+		Example: `  tegrl dataset inspect data/langevin/transitions.arrow
+  tegrl dataset inspect --json data/gpu/jobs.arrow`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := datasets.Inspect(args[0])
+			if err != nil {
+				return err
+			}
+			if jsonOut {
+				if err := printJSON(a.stdout, s); err != nil {
+					return err
+				}
+			} else if err := writeSummary(a.stdout, s); err != nil {
+				return err
+			}
+			if !s.Valid {
+				return errors.New(s.Error)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
+	return cmd
+}
+
+// writeSummary prints an inspect summary for people.
+func writeSummary(w io.Writer, s *datasets.Summary) error {
+	fmt.Fprintf(w, "file:     %s\n", s.File)
+	fmt.Fprintf(w, "kind:     %s (format version %s)\n", orNone(s.Kind), orNone(s.FormatVersion))
+	match := "matches this build"
+	if !s.HashMatches {
+		match = "DIFFERS from this build's " + env.ObservationSchemaHash()
+	}
+	fmt.Fprintf(w, "hash:     %s (%s)\n", orNone(s.SchemaHash), match)
+	fmt.Fprintf(w, "rows:     %d in %d batches\n", s.Rows, s.Batches)
+	if s.Valid {
+		fmt.Fprintln(w, "valid:    yes")
+	} else {
+		fmt.Fprintf(w, "valid:    NO: %s\n", s.Error)
+	}
+	fmt.Fprintln(w, "metadata:")
+	for _, k := range datasets.SortedKeys(s.Metadata) {
+		v := s.Metadata[k]
+		if len(v) > 100 {
+			v = fmt.Sprintf("%s... (%d bytes)", v[:100], len(v))
+		}
+		fmt.Fprintf(w, "  %s: %s\n", k, v)
+	}
+	fmt.Fprintln(w, "fields:")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, f := range s.Fields {
+		null := ""
+		if f.Nullable {
+			null = "nullable"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Name, f.Type, null)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(w, "columns:")
+	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "  name\tcount\tnulls\tNaNs\tmin\tmean\tmax\t")
+	for _, c := range s.Columns {
+		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.6g\t%.6g\t%.6g\t\n", c.Name, c.Count, c.Nulls, c.NaNs, c.Min, c.Mean, c.Max)
+	}
+	return tw.Flush()
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(none)"
+	}
+	return s
+}
