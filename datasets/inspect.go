@@ -43,16 +43,18 @@ type FieldSummary struct {
 // items; booleans count as 0 and 1). Min, Mean and Max are over the
 // finite values; NaNs and Infs are counted apart.
 type ColumnStats struct {
-	Name  string  `json:"name"`
-	Count int64   `json:"count"` // non-null values
-	Nulls int64   `json:"nulls"`
-	NaNs  int64   `json:"nans"`
-	Infs  int64   `json:"infs"`
-	Min   float64 `json:"min"`
-	Mean  float64 `json:"mean"`
-	Max   float64 `json:"max"`
-	sum   float64
-	n     int64 // finite values
+	Name  string `json:"name"`
+	Count int64  `json:"count"` // non-null values
+	Nulls int64  `json:"nulls"`
+	NaNs  int64  `json:"nans"`
+	Infs  int64  `json:"infs"`
+	// Finite counts the values Min, Mean and Max are over; they are 0
+	// when it is.
+	Finite int64   `json:"finite"`
+	Min    float64 `json:"min"`
+	Mean   float64 `json:"mean"`
+	Max    float64 `json:"max"`
+	sum    float64
 }
 
 func (s *ColumnStats) add(x float64) {
@@ -64,13 +66,13 @@ func (s *ColumnStats) add(x float64) {
 		s.Infs++
 		return
 	}
-	if s.n == 0 || x < s.Min {
+	if s.Finite == 0 || x < s.Min {
 		s.Min = x
 	}
-	if s.n == 0 || x > s.Max {
+	if s.Finite == 0 || x > s.Max {
 		s.Max = x
 	}
-	s.n++
+	s.Finite++
 	s.sum += x
 }
 
@@ -122,8 +124,8 @@ func Inspect(path string) (*Summary, error) {
 	}
 	for _, st := range stats {
 		if st != nil {
-			if st.n > 0 {
-				st.Mean = st.sum / float64(st.n)
+			if st.Finite > 0 {
+				st.Mean = st.sum / float64(st.Finite)
 			}
 			s.Columns = append(s.Columns, *st)
 		}

@@ -153,7 +153,7 @@ func compareJS(t *testing.T, path string, js *jsSummary) {
 			t.Fatalf("%s: column %s: JS count %d nulls %d NaNs %d Infs %d; Go %d %d %d %d",
 				name, g.Name, j.Count, j.Nulls, j.NaNs, j.Infs, g.Count, g.Nulls, g.NaNs, g.Infs)
 		}
-		finite := g.Count - g.NaNs - g.Infs
+		finite := g.Finite
 		if finite == 0 {
 			continue
 		}

@@ -374,6 +374,10 @@ func writeSummary(w io.Writer, s *datasets.Summary) error {
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "  name\tcount\tnulls\tNaNs\tmin\tmean\tmax\t")
 	for _, c := range s.Columns {
+		if c.Finite == 0 {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t-\t-\t-\t\n", c.Name, c.Count, c.Nulls, c.NaNs)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.6g\t%.6g\t%.6g\t\n", c.Name, c.Count, c.Nulls, c.NaNs, c.Min, c.Mean, c.Max)
 	}
 	return tw.Flush()
