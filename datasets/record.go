@@ -18,9 +18,9 @@ import (
 // transition's reward is the reward from its decision until the next one,
 // and at most one transition is held in memory.
 //
-// The recorder reports the inner scheduler's name, so that the simulation
-// chooses the same governor configuration and runs exactly as it would
-// without it.
+// The recorder reports the inner scheduler's name and governor
+// configuration (env.Governed), so that the simulation runs exactly as it
+// would without it.
 type Recorder struct {
 	inner   env.Scheduler
 	w       *TransitionsWriter
@@ -41,6 +41,10 @@ func NewRecorder(inner env.Scheduler, w *TransitionsWriter, runID string, episod
 
 // Name implements env.Scheduler: the inner scheduler's name.
 func (r *Recorder) Name() string { return r.inner.Name() }
+
+// Governor implements env.Governed: the inner scheduler's configuration,
+// as env.GovernorFor gives it.
+func (r *Recorder) Governor() env.TEGConfig { return env.GovernorFor(r.inner) }
 
 // Decide implements env.Scheduler.
 func (r *Recorder) Decide(obs *env.Observation, rng *rand.Rand) env.Action {

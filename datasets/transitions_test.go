@@ -352,3 +352,27 @@ func (f *firstDecision) Decide(obs *env.Observation, rng *rand.Rand) env.Action 
 	f.seen = true
 	return f.inner.Decide(obs, rng)
 }
+
+// governed is a scheduler with its own governor configuration.
+type governed struct{ env.Scheduler }
+
+func (governed) Governor() env.TEGConfig {
+	c := env.GovernorTEG("bestfit")
+	c.Moves, c.Controller = true, true
+	return c
+}
+
+// TestRecorderGovernor: the recorder hands the simulator the wrapped
+// scheduler's governor configuration, its own or by name.
+func TestRecorderGovernor(t *testing.T) {
+	inner, _ := env.NewScheduler("bestfit")
+	for _, s := range []env.Scheduler{inner, governed{inner}} {
+		rec := NewRecorder(s, nil, "r", 0)
+		if got, want := env.GovernorFor(rec), env.GovernorFor(s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%T: recorder governor %+v, want %+v", s, got, want)
+		}
+	}
+	if env.GovernorFor(NewRecorder(governed{inner}, nil, "r", 0)).Moves != true {
+		t.Fatal("a Governed scheduler's own configuration was lost")
+	}
+}
