@@ -33,6 +33,14 @@ type Recorder struct {
 	episode int32
 }
 
+// Behaviour is implemented by a learned scheduler that can say, after
+// Decide, what its policy made of the action it just returned: log π(a|o),
+// its value estimate and the policy's version. The Recorder stores them in
+// the transition; schedulers without it record zeros.
+type Behaviour interface {
+	LastBehaviour() (logp, value float32, version uint64)
+}
+
 // NewRecorder wraps inner, writing its transitions to w under the given
 // run ID and episode.
 func NewRecorder(inner env.Scheduler, w *TransitionsWriter, runID string, episode int32) *Recorder {
@@ -61,6 +69,9 @@ func (r *Recorder) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 		jobID = int32(obs.Job.ID)
 	}
 	r.open = Transition{RunID: r.runID, Episode: r.episode, Step: r.step, Time: obs.Time, JobID: jobID, Action: a}
+	if b, ok := r.inner.(Behaviour); ok {
+		r.open.BehaviourLogp, r.open.Value, r.open.PolicyVersion = b.LastBehaviour()
+	}
 	viewTensors(&r.open.Obs, &r.t)
 	r.has = true
 	r.step++

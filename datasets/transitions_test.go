@@ -376,3 +376,48 @@ func TestRecorderGovernor(t *testing.T) {
 		t.Fatal("a Governed scheduler's own configuration was lost")
 	}
 }
+
+// behaving reports a made-up behaviour for each decision.
+type behaving struct {
+	env.Scheduler
+	n int
+}
+
+func (b *behaving) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
+	b.n++
+	return b.Scheduler.Decide(obs, rng)
+}
+
+func (b *behaving) LastBehaviour() (float32, float32, uint64) {
+	return -float32(b.n), float32(b.n) / 2, 7
+}
+
+// TestRecorderBehaviour: a scheduler implementing Behaviour has its
+// log-prob, value and policy version recorded with each decision.
+func TestRecorderBehaviour(t *testing.T) {
+	c := testCluster(t, 30, 5)
+	w := testWorkload(t, c, 900, 5)
+	inner, _ := env.NewScheduler("dotprod")
+	var buf bytes.Buffer
+	tw, err := NewTransitionsWriter(&buf, WriterOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := Record(context.Background(), c, w, &behaving{Scheduler: inner}, RecordConfig{Sim: env.SimConfig{Seed: 5, Duration: 900}}, tw)
+	if err != nil || n == 0 {
+		t.Fatalf("%d transitions, %v", n, err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readTransitions(t, buf.Bytes(), ReaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tr := range got {
+		k := float32(i + 1)
+		if tr.BehaviourLogp != -k || tr.Value != k/2 || tr.PolicyVersion != 7 {
+			t.Fatalf("row %d: logp %v value %v version %d", i, tr.BehaviourLogp, tr.Value, tr.PolicyVersion)
+		}
+	}
+}
