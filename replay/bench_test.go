@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -46,6 +47,10 @@ func benchPER(b *testing.B, size int) *Prioritized[benchItem] {
 	}
 	cfg := DefaultPrioritizedConfig()
 	cfg.Capacity = size
+	// β stays at 0.4 after SetStep(0), however many samples a benchmark
+	// takes, so that every weight costs a math.Pow (at β = 1 a division
+	// suffices; see BenchmarkPrioritizedSampleBetaOne).
+	cfg.BetaSteps = math.MaxInt
 	p, err := NewPrioritized[benchItem](cfg)
 	if err != nil {
 		b.Fatal(err)
@@ -118,6 +123,7 @@ func BenchmarkPrioritizedSample(b *testing.B) {
 		for _, batch := range []int{256} {
 			b.Run(fmt.Sprintf("size=%d/batch=%d", size, batch), func(b *testing.B) {
 				p := benchPER(b, size)
+				p.SetStep(0) // β = 0.4
 				rng := rand.New(rand.NewPCG(1, 1))
 				out := NewBatch[benchItem](batch)
 				b.ReportAllocs()
@@ -130,6 +136,30 @@ func BenchmarkPrioritizedSample(b *testing.B) {
 				reportItems(b)
 			})
 		}
+	}
+}
+
+// BenchmarkPrioritizedSampleBetaOne: as BenchmarkPrioritizedSample at the
+// end of β's annealing, where weights need no math.Pow.
+func BenchmarkPrioritizedSampleBetaOne(b *testing.B) {
+	for _, size := range []int{10_000, 1_000_000} {
+		b.Run(fmt.Sprintf("size=%d/batch=256", size), func(b *testing.B) {
+			one := benchPER(b, size)
+			one.SetStep(math.MaxInt) // β = 1 from here on
+			rng := rand.New(rand.NewPCG(1, 1))
+			out := NewBatch[benchItem](256)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i += 256 {
+				if err := one.Sample(rng, min(256, b.N-i), out); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if out.Beta != 1 {
+				b.Fatalf("β %v", out.Beta)
+			}
+			reportItems(b)
+		})
 	}
 }
 

@@ -281,7 +281,9 @@ func (p *Prioritized[T]) sampleLocked(items []T, indices []int, ratio []float64)
 		}
 	}
 	beta := p.cfg.AnnealedBeta(p.step)
-	p.step++
+	if p.step < math.MaxInt {
+		p.step++
+	}
 	return beta, nil
 }
 

@@ -99,6 +99,14 @@ func TestBetaAnnealing(t *testing.T) {
 	if p.Step() != 0 {
 		t.Fatalf("SetStep(-1): step %d", p.Step())
 	}
+	// The step saturates instead of wrapping to a negative one (β 0.5).
+	p.SetStep(math.MaxInt)
+	if err := p.Sample(rng, 2, b); err != nil {
+		t.Fatal(err)
+	}
+	if p.Step() != math.MaxInt || p.Beta() != 1 || b.Beta != 1 {
+		t.Fatalf("at the largest step: step %d, β %v, batch β %v", p.Step(), p.Beta(), b.Beta)
+	}
 }
 
 // TestImportanceWeightsHand checks the weights of a 3-item buffer against
