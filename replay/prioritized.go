@@ -308,28 +308,47 @@ func (p *Prioritized[T]) UpdatePriorities(idx []int, prio []float64) error {
 				k, v, idx[k], ErrInvalidPriority, p.rawLimit-p.cfg.Epsilon)
 		}
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	// Indices only ever grow, so one that Add has returned stays valid:
+	// checking them against one reading of next refuses the whole call
+	// before anything changes, and the work can then be split.
+	added := p.Added()
 	for k, i := range idx {
-		if i < 0 || i >= p.next {
+		if i < 0 || i >= added {
 			return fmt.Errorf("replay: Prioritized.UpdatePriorities: idx[%d] = %d: %w: Add has returned [0, %d)",
-				k, i, ErrIndexOutOfRange, p.next)
+				k, i, ErrIndexOutOfRange, added)
 		}
 	}
+	// Chunks: the powers are computed without the lock, and writers get
+	// the lock between chunks instead of waiting for a whole batch.
+	const chunk = 32
+	var raw, leaf [chunk]float64
+	for k0 := 0; k0 < len(idx); k0 += chunk {
+		m := min(chunk, len(idx)-k0)
+		for k := range m {
+			raw[k] = prio[k0+k] + p.cfg.Epsilon
+			leaf[k] = math.Pow(raw[k], p.cfg.Alpha)
+		}
+		p.applyLocked(idx[k0:k0+m], raw[:m], leaf[:m])
+	}
+	return nil
+}
+
+// applyLocked sets the masses of the items still held among idx, under the
+// lock.
+func (p *Prioritized[T]) applyLocked(idx []int, raw, leaf []float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for k, i := range idx {
 		s, ok := p.slotOf(i)
 		if !ok {
 			p.stale++
 			continue
 		}
-		raw := prio[k] + p.cfg.Epsilon
-		leaf := math.Pow(raw, p.cfg.Alpha)
-		if raw > p.maxRaw {
-			p.maxRaw, p.maxLeaf = raw, leaf
+		if raw[k] > p.maxRaw {
+			p.maxRaw, p.maxLeaf = raw[k], leaf[k]
 		}
-		p.tree.set(s, leaf)
+		p.tree.set(s, leaf[k])
 	}
-	return nil
 }
 
 // maxRawPriority is the largest p+ε whose mass (p+ε)^α leaves a sum over
