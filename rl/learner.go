@@ -156,6 +156,11 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		case f, ok = <-l.tr.Segments():
+		case <-time.After(30 * time.Second):
+			// Remote actors may join late; say so rather than sit silent.
+			l.Cfg.Logger.Warn("learner: no segments for 30 s; waiting for actors", "version", l.version,
+				"have", l.batch.Len(), "want", l.Cfg.BatchSize)
+			continue
 		}
 		if !ok {
 			return nil, fmt.Errorf("learner: transport closed")

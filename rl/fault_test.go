@@ -1,0 +1,170 @@
+package rl
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tegrl/tegrl/rl/transport"
+)
+
+var quietLog = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// testCtx bounds a training test, so that a lost actor fails it instead
+// of leaving the learner waiting for segments forever.
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// remoteActors starts n remote actors (ids from first) against url, each
+// with its own cancel.
+func remoteActors(t *testing.T, url, run string, first uint32, n int) ([]context.CancelFunc, *sync.WaitGroup) {
+	t.Helper()
+	var wg sync.WaitGroup
+	var cancels []context.CancelFunc
+	for i := 0; i < n; i++ {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancels = append(cancels, cancel)
+		wg.Add(1)
+		go func(id uint32) {
+			defer wg.Done()
+			err := RunRemoteActor(ctx, RemoteActorConfig{URL: url, RunID: run, ID: id, IdleTimeout: 2 * time.Minute, Logger: quietLog})
+			if err != nil {
+				t.Errorf("actor %d: %v", id, err)
+			}
+		}(first + uint32(i))
+	}
+	t.Cleanup(func() {
+		for _, c := range cancels {
+			c()
+		}
+		wg.Wait()
+	})
+	return cancels, &wg
+}
+
+func startServer(t *testing.T, port int, dir string) *transport.Server {
+	t.Helper()
+	s, err := transport.StartServer(transport.ServerConfig{Port: port, JetStreamDir: dir, MaxPayload: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestActorKilled: two separate actors feed a learner over an external
+// NATS server; one is killed after the first update and the learner
+// finishes on the other.
+func TestActorKilled(t *testing.T) {
+	srv := startServer(t, 0, t.TempDir())
+	defer srv.Shutdown()
+	cfg := tinyTrain("nats", 0, false)
+	cfg.NATSURL, cfg.RunID = srv.ClientURL(), "kill"
+	cancels, _ := remoteActors(t, srv.ClientURL(), cfg.RunID, 1, 2)
+	cfg.Progress = func(l UpdateLog) {
+		if l.Update == 1 {
+			cancels[0]() // the actor process dies
+		}
+	}
+	res, err := Train(testCtx(t), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Log) != cfg.Updates() || res.Stats.Actors != 2 {
+		t.Fatalf("%d updates from %d actors", len(res.Log), res.Stats.Actors)
+	}
+}
+
+// TestLearnerRestart: the learner stops after its second update and a new
+// one resumes from the checkpoint; the running actors take the new
+// learner's parameters and go on.
+func TestLearnerRestart(t *testing.T) {
+	srv := startServer(t, 0, t.TempDir())
+	defer srv.Shutdown()
+	cfg := tinyTrain("nats", 0, false)
+	cfg.NATSURL, cfg.RunID = srv.ClientURL(), "restart"
+	cfg.TotalSteps = 1000
+	cfg.CheckpointDir, cfg.CheckpointEvery = filepath.Join(t.TempDir(), "ckpt"), 1
+	remoteActors(t, srv.ClientURL(), cfg.RunID, 1, 2)
+	ctx, cancel := context.WithCancel(testCtx(t))
+	first := cfg
+	first.Progress = func(l UpdateLog) {
+		if l.Update == 2 {
+			cancel()
+		}
+	}
+	if _, err := Train(ctx, first); !errors.Is(err, context.Canceled) {
+		t.Fatalf("first learner: %v", err)
+	}
+	second := cfg
+	second.Resume = cfg.CheckpointDir
+	res, err := Train(testCtx(t), second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(res.Log); n != 5 || res.Log[4].Version != 6 {
+		t.Fatalf("resumed run: %d updates, last version %d", n, res.Log[n-1].Version)
+	}
+	if res.Stats.Delivered == 0 {
+		t.Fatal("the actors fed nothing to the restarted learner")
+	}
+}
+
+// TestNATSServerRestart: the NATS server goes down after the first update
+// and comes back on the same port; everyone reconnects, training
+// finishes, and the segments lost in between are counted.
+func TestNATSServerRestart(t *testing.T) {
+	dir := t.TempDir()
+	srv := startServer(t, 0, dir)
+	port := srv.Port()
+	cfg := tinyTrain("nats", 0, false)
+	cfg.NATSURL, cfg.RunID = srv.ClientURL(), "outage"
+	cfg.TotalSteps = 1200 // 6 updates
+	remoteActors(t, srv.ClientURL(), cfg.RunID, 1, 1)
+	var mu sync.Mutex
+	var srv2 *transport.Server
+	cfg.Progress = func(l UpdateLog) {
+		if l.Update == 1 {
+			srv.Shutdown()
+			time.Sleep(300 * time.Millisecond)
+			s, err := transport.StartServer(transport.ServerConfig{Port: port, JetStreamDir: dir, MaxPayload: 8 << 20})
+			if err != nil {
+				t.Errorf("restart: %v", err)
+				return
+			}
+			mu.Lock()
+			srv2 = s
+			mu.Unlock()
+		}
+	}
+	res, err := Train(testCtx(t), cfg)
+	mu.Lock()
+	if srv2 != nil {
+		defer srv2.Shutdown()
+	}
+	mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Log) != cfg.Updates() || res.Stats.Conn.Reconnects == 0 {
+		t.Fatalf("%d updates, learner reconnects %d", len(res.Log), res.Stats.Conn.Reconnects)
+	}
+	// Segments published while the server was down are lost (no
+	// subscriber to take them): counted, and only those, so the count
+	// stops growing once everyone is back.
+	var lost []uint64
+	for _, l := range res.Log {
+		lost = append(lost, l.Lost)
+	}
+	t.Logf("lost segments by update %v; delivered %d", lost, res.Stats.Delivered)
+	if lost[5] == 0 || lost[4] != lost[5] || lost[3] != lost[5] {
+		t.Fatalf("lost segments by update %v: want > 0 and constant after the reconnect", lost)
+	}
+}
