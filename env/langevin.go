@@ -84,6 +84,32 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 	return e
 }
 
+// Contention predicts, under the contention model (teg-model.md §7), the
+// progress rate job j would start with on machine i and the CPU
+// oversubscription (use above capacity, as a fraction) the machine would
+// then have, which slows every job on it. The job's CPU use is taken at
+// its expected start (3/4 of the request), as in the energy.
+func (v *TEGView) Contention(j *Job, r *Request, i int) (rate, oversub float64) {
+	s := v.sim
+	if !s.teg.Contention {
+		return 1, 0
+	}
+	h := &s.ld.hot[i]
+	oversub = max(0, (s.ld.cpuUse[i]+0.75*float64(j.CPU))/h.cpu-1)
+	rate = 1 / (1 + oversub)
+	st := s.state
+	if r.Share() {
+		if g := st.BestFitGPU(i, r.Milli); g >= 0 {
+			sharers := int(st.Sharers(i)[g]) + 1
+			rate *= max(0.5, 1-0.1*float64(sharers-1))
+		}
+	}
+	if r.GPUs > 1 && gangSplitsPacked(st, i, r, h.groups) {
+		rate *= 0.7
+	}
+	return rate, oversub
+}
+
 // FragAdded is the GPU fragmentation (milli-GPU, FGD's F_i(M)) that job j
 // would add to machine i: a learned policy's view of the energy's
 // fragmentation term.

@@ -96,6 +96,10 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		x[4] = float32(max(-rel-logZ, -energyClip) / energyClip)
 		x[5] = float32(math.Copysign(math.Log1p(math.Abs(f.e[k])), f.e[k]) / 5)
 		x[6] = float32(obs.TEG.FragAdded(obs.Job, req, i) / fitGPUNorm)
+		rate, over := obs.TEG.Contention(obs.Job, req, i)
+		x[7] = float32(rate)
+		x[8] = float32(min(over, 2))
+		x[9] = float32(min(over, 2) * float64(st.Jobs(i)) / 16)
 		nodes[k] = int32(i)
 	}
 	copy(ctx, t.Global)

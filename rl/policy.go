@@ -15,9 +15,11 @@ const (
 	// (2 × channels), what would be left on the machine after placing the
 	// job (CPU, memory, GPU), the Langevin energy seen three ways
 	// (relative to the best candidate in units of T, as a log Boltzmann
-	// probability, and signed-log raw) and the GPU fragmentation the job
-	// would add.
-	candExtra = 2*env.HistoryChannels + 3 + 3 + 1
+	// probability, and signed-log raw), the GPU fragmentation the job
+	// would add, and the contention model's prediction: the job's start
+	// rate, the machine's CPU oversubscription after placing it, and that
+	// times the jobs it would slow.
+	candExtra = 2*env.HistoryChannels + 3 + 3 + 1 + 3
 	// CandFeatures is the width of a candidate machine's row.
 	CandFeatures = env.MachineFeatures + candExtra
 	// CtxFeatures is the width of the decision context: the global vector

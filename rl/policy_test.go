@@ -1,10 +1,12 @@
 package rl
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/nn"
 )
 
 func smallEnv(t testing.TB) *ClusterEnv {
@@ -66,4 +68,70 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// TestFeatures: the sample of a decision holds the admitted machines (all
+// of them when they are at most K), each row starting with the machine's
+// observation row; the fit and contention features agree with the state;
+// and the log-probability Act reports is the one the learner recomputes.
+func TestFeatures(t *testing.T) {
+	p, err := NewPolicy(PolicyConfig{Candidates: 64, Hidden: 8, DampingMax: 2, ReplicaZeroBias: 4}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := smallEnv(t)
+	defer e.Close()
+	d := e.Reset(5)
+	rng := rand.New(rand.NewPCG(1, 2))
+	var tens env.Tensors
+	checked := 0
+	for k := 0; k < 40 && d.Obs != nil; k++ {
+		var s Samples
+		s.K = p.Cfg.Candidates
+		d.Obs.FillTensors(&tens)
+		admitted := 0
+		for _, ok := range tens.Mask {
+			if ok {
+				admitted++
+			}
+		}
+		if !p.Featurize(d, &s) {
+			if admitted != 0 {
+				t.Fatalf("decision %d: %d machines admit the job but no sample", k, admitted)
+			}
+			d, _, _ = e.Step(env.Wait)
+			continue
+		}
+		if int(s.Valid[0]) != admitted {
+			t.Fatalf("decision %d: %d candidates, %d admitted", k, s.Valid[0], admitted)
+		}
+		for c := 0; c < int(s.Valid[0]); c++ {
+			i := int(s.Nodes[c])
+			row := s.Cand[c*CandFeatures : (c+1)*CandFeatures]
+			for f := 0; f < env.MachineFeatures; f++ {
+				if row[f] != tens.Machine[i*env.MachineFeatures+f] {
+					t.Fatalf("candidate %d (machine %d) feature %d = %v, observation has %v", c, i, f, row[f], tens.Machine[i*env.MachineFeatures+f])
+				}
+			}
+			x := row[env.MachineFeatures+2*env.HistoryChannels:]
+			m := d.Obs.State.M[i]
+			if want := float32(float64(m.FreeCPU-d.Obs.Req.CPU) / fitCPUNorm); x[0] != want {
+				t.Fatalf("CPU left %v, want %v", x[0], want)
+			}
+			if !(x[7] > 0 && x[7] <= 1) || x[8] < 0 || x[4] > 0 {
+				t.Fatalf("rate %v, oversubscription %v, log Boltzmann %v", x[7], x[8], x[4])
+			}
+			checked++
+		}
+		a, logp, _ := p.Sample(&s, 0, rng, false)
+		tp := nn.NewTape[float32]()
+		lp, _, _ := p.evaluate(tp, &s, []int{0})
+		if lp.Data[0] != logp {
+			t.Fatalf("Act log-prob %v, evaluate %v", logp, lp.Data[0])
+		}
+		d, _, _ = e.Step(a)
+	}
+	if checked == 0 {
+		t.Fatal("no candidate checked")
+	}
 }
