@@ -47,6 +47,8 @@ type trainFlags struct {
 	hidden     int
 	reward     string
 	baseline   string
+	ckptEvery  int
+	resume     string
 	jsonOut    bool
 }
 
@@ -104,6 +106,8 @@ Presets:
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
 	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (\"\": the preset's)")
 	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
+	fl.IntVar(&f.ckptEvery, "checkpoint-every", 10, "write DIR/checkpoint every this many updates and at the end (0: never)")
+	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
 	return cmd
 }
@@ -134,6 +138,7 @@ type trainSummary struct {
 	Steps     uint64            `json:"steps"`
 	WallS     float64           `json:"wall_s"`
 	Final     rl.UpdateLog      `json:"final_update"`
+	Recent    recent            `json:"last_10_updates"`
 	Converged bool              `json:"converged"`
 	EvalSeeds []uint64          `json:"eval_seeds,omitempty"`
 	Eval      []evalRow         `json:"eval,omitempty"`
@@ -201,6 +206,10 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	cfg.RunID, cfg.Seed, cfg.Actors, cfg.SegmentLen = f.runID, f.seed, f.actors, f.segment
 	cfg.Sync, cfg.MaxLag, cfg.Transport, cfg.NATSURL, cfg.Token = f.sync, f.maxLag, f.transport, f.natsURL, f.token
 	cfg.Logger = a.log
+	if f.ckptEvery > 0 {
+		cfg.CheckpointDir, cfg.CheckpointEvery = filepath.Join(f.out, "checkpoint"), f.ckptEvery
+	}
+	cfg.Resume = f.resume
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
@@ -232,7 +241,8 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 		return err
 	}
 	sum := trainSummary{Command: report.CommandLine(a.argv), Preset: f.preset, Config: cfg, Updates: len(res.Log),
-		Steps: res.Log[len(res.Log)-1].Steps, WallS: wall, Final: res.Log[len(res.Log)-1], Converged: res.Log[len(res.Log)-1].Converged}
+		Steps: res.Log[len(res.Log)-1].Steps, WallS: wall, Final: res.Log[len(res.Log)-1], Converged: res.Log[len(res.Log)-1].Converged,
+		Recent: recentEpisodes(res.Log, 10)}
 	var refs []report.CurveRef
 	if f.evalSeeds != "" {
 		seeds, err := report.ParseSeeds(f.evalSeeds)
@@ -262,6 +272,30 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 		return err
 	}
 	return printTrainSummary(a.stdout, &sum, f.out)
+}
+
+// recent averages the training episodes of the last n updates.
+type recent struct {
+	Episodes      int     `json:"episodes"`
+	EpisodeReturn float64 `json:"episodic_return"`
+	MeanSlowdown  float64 `json:"mean_slowdown"`
+	Reward        float64 `json:"reward_mean"`
+}
+
+func recentEpisodes(logs []rl.UpdateLog, n int) recent {
+	var r recent
+	for _, l := range logs[max(0, len(logs)-n):] {
+		k := float64(l.Episodes)
+		r.Episodes += l.Episodes
+		r.EpisodeReturn += k * l.EpisodeReturn
+		r.MeanSlowdown += k * l.MeanSlowdown
+		r.Reward += k * l.Reward
+	}
+	if r.Episodes > 0 {
+		k := float64(r.Episodes)
+		r.EpisodeReturn, r.MeanSlowdown, r.Reward = r.EpisodeReturn/k, r.MeanSlowdown/k, r.Reward/k
+	}
+	return r
 }
 
 // evalPolicy runs the policy and the references on the held-out seeds.
@@ -400,8 +434,8 @@ func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
 
 func printTrainSummary(w io.Writer, s *trainSummary, dir string) error {
 	fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
-	fmt.Fprintf(w, "final update: return %.2f, slowdown %.3f, approx KL %.4f, clip %.3f, explained variance %.3f, converged %v\n",
-		s.Final.EpisodeReturn, s.Final.MeanSlowdown, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Converged)
+	fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.2f, slowdown %.3f; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f, converged %v\n",
+		s.Recent.Episodes, s.Recent.EpisodeReturn, s.Recent.MeanSlowdown, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Final.Entropy, s.Converged)
 	if len(s.Eval) == 0 {
 		return nil
 	}

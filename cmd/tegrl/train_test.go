@@ -1,0 +1,52 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestTrainCommand: a tiny run writes the policy, log, curve, summary and
+// checkpoint; the policy then runs in simulate and ab like a built-in
+// scheduler; a resumed run refuses other flags.
+func TestTrainCommand(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"train", "--preset", "small", "--out", dir, "--steps", "600", "--batch", "200", "--segment", "50",
+		"--machines", "24", "--episode", "900", "--actors", "1", "--sync", "--candidates", "8", "--hidden", "16",
+		"--eval-seeds", "1-2", "--eval-ref", "langevin", "--checkpoint-every", "1", "--log-level", "warn"}
+	out, stderr, err := run(t, append(args, "--json")...)
+	if err != nil {
+		t.Fatalf("train: %v\nstderr: %s", err, stderr)
+	}
+	var sum map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, out)
+	}
+	for _, k := range []string{"config", "updates", "final_update", "eval", "paired_vs_policy", "last_10_updates"} {
+		if _, ok := sum[k]; !ok {
+			t.Errorf("summary lacks %q", k)
+		}
+	}
+	for _, f := range []string{"policy.safetensors", "train_log.csv", "learning_curve.png", "summary.json", "checkpoint/state.json"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	csv, _ := os.ReadFile(filepath.Join(dir, "train_log.csv"))
+	if lines := strings.Count(string(csv), "\n"); lines != 4 || !strings.HasPrefix(string(csv), "update,policy_version,steps,") {
+		t.Errorf("train_log.csv: %d lines:\n%s", lines, csv)
+	}
+	sim, stderr, err := run(t, "simulate", "--scheduler", dir+",langevin", "--machines", "24", "--duration", "15m", "--json", "--log-level", "warn")
+	if err != nil {
+		t.Fatalf("simulate with the policy: %v\n%s", err, stderr)
+	}
+	if n := strings.Count(sim, "\n"); n != 2 || !strings.Contains(sim, `"scheduler":"`+dir+`"`) {
+		t.Errorf("simulate output:\n%s", sim)
+	}
+	// Resuming with another seed is refused.
+	if _, _, err := run(t, append(args, "--seed", "9", "--resume", filepath.Join(dir, "checkpoint"), "--out", t.TempDir())...); err == nil {
+		t.Error("resume with another seed accepted")
+	}
+}
