@@ -1,0 +1,131 @@
+package rl
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// benchTrain is the small preset's network on a 96-machine cluster with
+// one-hour episodes.
+func benchTrain(transport string, actors int) TrainConfig {
+	c := tinyTrain(transport, actors, false)
+	c.Env = EnvSpec{Machines: 96, Load: 0.9, Episode: 3600, Reward: RewardSlowdown, Baseline: "langevin"}
+	c.Policy = PolicyConfig{Candidates: 16, Hidden: 32, DampingMax: 2, ReplicaZeroBias: 4}
+	c.SegmentLen, c.BatchSize, c.TotalSteps = 100, 2000, 6000
+	c.MaxLag = 1000 // count every decision the actors make
+	return c
+}
+
+// BenchmarkTrain measures a whole run: decisions learned per second and
+// decisions the actors produced per second, over NATS and over channels,
+// with 1, 2 and 4 actors (on this machine's cores).
+func BenchmarkTrain(b *testing.B) {
+	for _, tr := range []string{"nats", "chan"} {
+		for _, actors := range []int{1, 2, 4} {
+			b.Run(fmt.Sprintf("transport=%s/actors=%d", tr, actors), func(b *testing.B) {
+				var learned, produced float64
+				var wall time.Duration
+				for i := 0; i < b.N; i++ {
+					start := time.Now()
+					res, err := Train(context.Background(), benchTrain(tr, actors))
+					if err != nil {
+						b.Fatal(err)
+					}
+					wall += time.Since(start)
+					learned += float64(res.Log[len(res.Log)-1].Steps)
+					for _, a := range res.Actors {
+						produced += float64(a.SegmentsPublished * 100)
+					}
+				}
+				b.ReportMetric(learned/wall.Seconds(), "learned/s")
+				b.ReportMetric(produced/wall.Seconds(), "env_steps/s")
+			})
+		}
+	}
+}
+
+// BenchmarkActorStep is one actor's decision loop without a learner: the
+// environment step, featurisation and the policy's sampling.
+func BenchmarkActorStep(b *testing.B) {
+	p, err := NewPolicy(PolicyConfig{Candidates: 16, Hidden: 32, DampingMax: 2, ReplicaZeroBias: 4}, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := NewClusterEnv(EnvSpec{Machines: 96, Load: 0.9, Episode: 3600, Baseline: "langevin"}.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	seed := uint64(1)
+	d := e.Reset(seed)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		a, _, _, ok := p.Act(d, rng, false)
+		if !ok {
+			a = env.Wait
+		}
+		var done bool
+		if d, _, done = e.Step(a); done || d.Obs == nil {
+			seed++
+			d = e.Reset(seed)
+		}
+	}
+}
+
+// BenchmarkLearnerUpdate is one PPO update (4 epochs × 4 minibatches) on a
+// batch of 2000 decisions with 16 candidates each: samples per second of
+// the learner alone.
+func BenchmarkLearnerUpdate(b *testing.B) {
+	cfg := benchTrain("chan", 1)
+	p, err := NewPolicy(cfg.Policy, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var s Samples
+	s.K = cfg.Policy.Candidates
+	e, err := NewClusterEnv(cfg.Env.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	d := e.Reset(1)
+	var logp, val []float32
+	for s.Len() < cfg.BatchSize {
+		if d.Obs == nil {
+			d = e.Reset(uint64(s.Len() + 2))
+			continue
+		}
+		if !p.Featurize(d, &s) {
+			d, _, _ = e.Step(env.Wait)
+			continue
+		}
+		a, lp, v := p.Sample(&s, s.Len()-1, rng, false)
+		logp, val = append(logp, lp), append(val, v)
+		d, _, _ = e.Step(a)
+	}
+	adv := make([]float32, len(logp))
+	for i := range adv {
+		adv[i] = float32(rng.NormFloat64())
+	}
+	ppo, err := NewPPO(batchModel{p, &s}, cfg.PPO, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	batch := &Batch{OldLogP: logp, Values: val, Adv: adv, Returns: adv}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := ppo.Update(batch, 1e-4); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*cfg.BatchSize)/b.Elapsed().Seconds(), "samples/s")
+}
