@@ -142,7 +142,7 @@ type LiveStats struct {
 // never schedules by itself.
 type liveScheduler struct{}
 
-func (liveScheduler) Name() string                          { return "live" }
+func (liveScheduler) Name() string                           { return "live" }
 func (liveScheduler) Decide(*Observation, *rand.Rand) Action { return Wait }
 
 // maxLiveIndex bounds job services and job slots of a live model.
