@@ -43,16 +43,24 @@ type PolicyConfig struct {
 	// ReplicaZeroBias is the initial logit of "no replica change", so an
 	// untrained policy does not churn services.
 	ReplicaZeroBias float64 `json:"replica_zero_bias"`
+	// AuxEntropy weighs the replica, affinity and damping heads' entropy
+	// in the entropy the learner's bonus rewards (the placement head's
+	// counts fully).
+	AuxEntropy float64 `json:"aux_entropy"`
 }
 
-// DefaultPolicyConfig: 32 candidates, width 64, damping in [0, 2].
+// DefaultPolicyConfig: 16 candidates (the langevin governor's d), width
+// 32, damping in [0, 2], no entropy bonus on the auxiliary heads.
 func DefaultPolicyConfig() PolicyConfig {
-	return PolicyConfig{Candidates: 32, Hidden: 64, DampingMin: 0, DampingMax: 2, ReplicaZeroBias: 4}
+	return PolicyConfig{Candidates: 16, Hidden: 32, DampingMin: 0, DampingMax: 2, ReplicaZeroBias: 4}
 }
 
 func (c *PolicyConfig) validate() error {
 	if c.Candidates < 1 || c.Candidates > 4096 || c.Hidden < 1 || c.Hidden > 4096 {
 		return fmt.Errorf("policy config: candidates %d, hidden %d out of range [1, 4096]", c.Candidates, c.Hidden)
+	}
+	if !(c.AuxEntropy >= 0) || math.IsInf(c.AuxEntropy, 0) {
+		return fmt.Errorf("policy config: aux entropy weight %g, want >= 0", c.AuxEntropy)
 	}
 	if !(c.DampingMax > c.DampingMin) || c.DampingMin < 0 || math.IsInf(c.DampingMax, 0) {
 		return fmt.Errorf("policy config: damping range [%g, %g] invalid", c.DampingMin, c.DampingMax)
@@ -154,9 +162,14 @@ func (p *Policy) evaluate(tp *nn.Tape[float32], s *Samples, idx []int) (logp, en
 func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (logp, entropy, value *nn.Tensor[float32]) {
 	choice, rep, aff, damp, svc := s.actions(idx)
 	lp := tp.Add(tp.CategoricalLogProb(o.node, o.mask, choice), tp.BetaLogProb(o.dampA, o.dampB, damp))
-	ent := tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.BetaEntropy(o.dampA, o.dampB))
+	// The entropy the learner's bonus rewards: the placement head's, plus
+	// AuxEntropy times the other heads'. A full bonus on the replica head
+	// (11 classes) and the Beta heads (whose entropy peaks at the uniform
+	// distribution) pushes an untrained policy towards churning replicas
+	// and random damping, which costs more than exploration gains.
+	ent := tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.Scale(tp.BetaEntropy(o.dampA, o.dampB), p.Cfg.AuxEntropy))
 	slp := tp.Add(tp.CategoricalLogProb(o.rep, nil, rep), tp.BetaLogProb(o.affA, o.affB, aff))
-	sent := tp.Add(tp.CategoricalEntropy(o.rep, nil), tp.BetaEntropy(o.affA, o.affB))
+	sent := tp.Scale(tp.Add(tp.CategoricalEntropy(o.rep, nil), tp.BetaEntropy(o.affA, o.affB)), p.Cfg.AuxEntropy)
 	lp = tp.Add(lp, tp.Mul(slp, svc))
 	ent = tp.Add(ent, tp.Mul(sent, svc))
 	return lp, ent, o.value
