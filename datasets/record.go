@@ -2,6 +2,7 @@ package datasets
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -124,6 +125,11 @@ type RecordConfig struct {
 	Episode int32
 	Sim     env.SimConfig
 	Writer  WriterOptions
+	// SchedulerSpec is how the scheduler was named to the caller (a
+	// built-in name or a policy file's path); RecordRun stores it in the
+	// run configuration so that a replay can build the scheduler again.
+	// Empty means the scheduler's Name.
+	SchedulerSpec string
 	// Progress, when set, is called after every step with the simulated
 	// time.
 	Progress func(now float64)
@@ -138,24 +144,151 @@ type RecordResult struct {
 	Files       []string    `json:"files"`
 }
 
+// RunFile is the file RecordRun writes next to transitions.arrow when the
+// run is over: a RunSummary as one line of JSON.
+const RunFile = "run.json"
+
+// MetaRun is the schema metadata key of a transitions file written by
+// RecordRun: its RunConfig as JSON. It has no "tegrl." prefix on purpose:
+// readers refuse reserved keys they do not know, and files that carry it
+// must stay readable by readers built before it existed.
+const MetaRun = "record.run"
+
+// RunConfigVersion is the version of the RunConfig layout; a replay
+// refuses any other.
+const RunConfigVersion = 1
+
+// RunConfig is what a recorded run needs, beyond its cluster
+// (machines.arrow) and workload (jobs.arrow), to be run again exactly:
+// the simulator's configuration with every default resolved, the TEG
+// configuration the run used, and the scheduler. Package replay reads it.
+type RunConfig struct {
+	Version int `json:"version"`
+	// Scheduler is the scheduler's Name; SchedulerSpec is how it was
+	// given (a built-in name or a policy file).
+	Scheduler     string `json:"scheduler"`
+	SchedulerSpec string `json:"scheduler_spec"`
+	RunID         string `json:"run_id"`
+	Episode       int32  `json:"episode"`
+
+	Seed         uint64  `json:"seed"`
+	TickS        float64 `json:"tick_s"`
+	DurationS    float64 `json:"duration_s"` // 0: until the workload drains
+	MaxTicks     int     `json:"max_ticks"`
+	MTBFS        float64 `json:"mtbf_s"` // negative: no failures
+	MTTRS        float64 `json:"mttr_s"`
+	ScanLimit    int     `json:"scan_limit"`
+	StarveAfterS float64 `json:"starve_after_s"`
+	MaxRestarts  int     `json:"max_restarts"`
+	FragEvery    int     `json:"frag_every"`
+	// TEG is the configuration the run used; Governor is the scheduler's
+	// own (env.GovernorFor). Where they differ, the caller overrode the
+	// scheduler's defaults (tegrl's --safety, --moves... flags), and a
+	// replay under another scheduler applies the same overrides to that
+	// scheduler's governor. Fields are env.TEGConfig's, by Go name.
+	TEG      env.TEGConfig `json:"teg"`
+	Governor env.TEGConfig `json:"governor"`
+
+	// The run's inputs, to check that the files beside it belong to it.
+	Machines int    `json:"machines"`
+	Jobs     int    `json:"jobs"`
+	Workload string `json:"workload"`
+}
+
+// Sim returns the simulator configuration of the run (series off).
+func (r *RunConfig) Sim() env.SimConfig {
+	teg := r.TEG
+	return env.SimConfig{Seed: r.Seed, Tick: r.TickS, Duration: r.DurationS, MaxTicks: r.MaxTicks, MTBF: r.MTBFS, MTTR: r.MTTRS,
+		ScanLimit: r.ScanLimit, StarveAfter: r.StarveAfterS, MaxRestarts: r.MaxRestarts, FragEvery: r.FragEvery, TEG: &teg}
+}
+
+// NewRunConfig describes a run of w on c under sched with cfg, resolving
+// every default of cfg.Sim (env.DefaultSimConfig, and the scheduler's
+// governor when cfg.Sim.TEG is nil) so that a replay does not depend on
+// the defaults of the build that replays it.
+func NewRunConfig(c *env.Cluster, w *env.Workload, sched env.Scheduler, cfg RecordConfig) RunConfig {
+	s, d := cfg.Sim, env.DefaultSimConfig
+	or := func(v, def float64) float64 {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	orInt := func(v, def int) int {
+		if v == 0 {
+			return def
+		}
+		return v
+	}
+	gov := env.GovernorFor(sched)
+	teg := gov
+	if s.TEG != nil {
+		teg = *s.TEG
+	}
+	spec := cfg.SchedulerSpec
+	if spec == "" {
+		spec = sched.Name()
+	}
+	return RunConfig{
+		Version: RunConfigVersion, Scheduler: sched.Name(), SchedulerSpec: spec, RunID: cfg.RunID, Episode: cfg.Episode,
+		Seed: s.Seed, TickS: or(s.Tick, d.Tick), DurationS: s.Duration, MaxTicks: orInt(s.MaxTicks, d.MaxTicks),
+		MTBFS: or(s.MTBF, d.MTBF), MTTRS: or(s.MTTR, d.MTTR), ScanLimit: orInt(s.ScanLimit, d.ScanLimit),
+		StarveAfterS: or(s.StarveAfter, d.StarveAfter), MaxRestarts: orInt(s.MaxRestarts, d.MaxRestarts),
+		FragEvery: orInt(s.FragEvery, d.FragEvery), TEG: teg, Governor: gov,
+		Machines: len(c.Machines), Jobs: len(w.Jobs), Workload: w.Name,
+	}
+}
+
+// RunSummary is the content of run.json: the run's configuration (the
+// same as the transitions file's MetaRun), its decision count and its
+// final metrics.
+type RunSummary struct {
+	Run         RunConfig   `json:"run"`
+	Transitions int64       `json:"transitions"`
+	Metrics     env.Metrics `json:"metrics"`
+}
+
 // RecordRun runs workload w on cluster c under sched until the simulation
 // is done, and writes into dir: transitions.arrow (one row per decision,
-// streamed), jobs.arrow and machines.arrow (the run's inputs, so that the
-// run can be replayed). The files are written under .partial names and
-// renamed when complete.
+// streamed; its schema metadata holds the RunConfig under MetaRun),
+// jobs.arrow and machines.arrow (the run's inputs), and when the run is
+// over run.json (RunSummary: the configuration again and the final
+// metrics), so that package replay can run it again and check the
+// result. The files are written under .partial names and renamed when
+// complete.
 func RecordRun(ctx context.Context, dir string, c *env.Cluster, w *env.Workload, sched env.Scheduler, cfg RecordConfig) (RecordResult, error) {
 	res := RecordResult{Jobs: len(w.Jobs), Machines: len(c.Machines)}
+	run := NewRunConfig(c, w, sched, cfg)
+	runJSON, err := json.Marshal(run)
+	if err != nil {
+		return res, fmt.Errorf("record: run configuration: %w", err)
+	}
+	topt := cfg.Writer
+	if _, ok := topt.Metadata[MetaRun]; ok {
+		return res, fmt.Errorf("record: metadata key %q is RecordRun's own", MetaRun)
+	}
+	topt.Metadata = make(map[string]string, len(cfg.Writer.Metadata)+1)
+	for k, v := range cfg.Writer.Metadata {
+		topt.Metadata[k] = v
+	}
+	topt.Metadata[MetaRun] = string(runJSON)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, fmt.Errorf("record: %w", err)
 	}
 	mpath, jpath, tpath := filepath.Join(dir, MachinesFile), filepath.Join(dir, JobsFile), filepath.Join(dir, TransitionsFile)
+	rpath := filepath.Join(dir, RunFile)
+	// A run.json left by an earlier recording into dir would describe
+	// the wrong run if this one fails.
+	if err := os.Remove(rpath); err != nil && !os.IsNotExist(err) {
+		return res, fmt.Errorf("record: %w", err)
+	}
 	if err := WriteCluster(mpath, c, cfg.Writer); err != nil {
 		return res, err
 	}
 	if err := WriteWorkload(jpath, w, cfg.Writer); err != nil {
 		return res, err
 	}
-	tw, err := CreateTransitions(tpath, cfg.Writer)
+	tw, err := CreateTransitions(tpath, topt)
 	if err != nil {
 		return res, err
 	}
@@ -167,8 +300,29 @@ func RecordRun(ctx context.Context, dir string, c *env.Cluster, w *env.Workload,
 	if err := tw.Close(); err != nil {
 		return res, err
 	}
-	res.Transitions, res.Metrics, res.Files = n, m, []string{mpath, jpath, tpath}
+	if err := writeRunSummary(rpath, &RunSummary{Run: run, Transitions: n, Metrics: m}); err != nil {
+		return res, err
+	}
+	res.Transitions, res.Metrics, res.Files = n, m, []string{mpath, jpath, tpath, rpath}
 	return res, nil
+}
+
+// writeRunSummary writes s as one line of JSON to path+".partial" and
+// renames it to path.
+func writeRunSummary(path string, s *RunSummary) error {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return fmt.Errorf("record: %s: %w", RunFile, err)
+	}
+	tmp := path + ".partial"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("record: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("record: %w", err)
+	}
+	return nil
 }
 
 // Record runs the simulation, writing one transition per decision to out

@@ -266,7 +266,7 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 	}
 	a.log.Info("record", "scheduler", sched.Name(), "cluster", f.cluster, "machines", len(c.Machines), "gpus", c.TotalGPUs(),
 		"workload", w.Name, "jobs", len(w.Jobs), "duration_s", cfg.Duration, "out", f.out)
-	rc := datasets.RecordConfig{RunID: runID, Episode: f.episode, Sim: cfg, Writer: datasets.WriterOptions{BatchRows: f.batchRows,
+	rc := datasets.RecordConfig{RunID: runID, Episode: f.episode, Sim: cfg, SchedulerSpec: f.scheduler, Writer: datasets.WriterOptions{BatchRows: f.batchRows,
 		Source: fmt.Sprintf("record scheduler=%s cluster=%s workload=%s seed=%d", f.scheduler, f.cluster, f.workload, f.seed)}}
 	if cfg.Duration > 0 {
 		tick := cfg.Tick
