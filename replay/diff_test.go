@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tegrl/tegrl/env"
@@ -150,5 +151,40 @@ func TestAlign(t *testing.T) {
 	}
 	if r := alignDecisions(a, b, 1); len(r.Differences) != 1 || r.Differences[0].JobID != 2 || r.Differing != 1 {
 		t.Fatalf("limit 1: %+v", r.Differences)
+	}
+}
+
+// TestReportDeterministic: the same trace and schedulers give the same
+// report bytes, JSON and text.
+func TestReportDeterministic(t *testing.T) {
+	dir, _ := record(t, "langevin")
+	out := func() (string, string) {
+		tr := openTrace(t, dir)
+		d, err := Diff(context.Background(), tr, newSched(t, "langevin"), newSched(t, "p2c"), DiffOptions{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep := NewReport(tr, nil, d)
+		var j, txt strings.Builder
+		if err := rep.WriteJSON(&j); err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.WriteText(&txt); err != nil {
+			t.Fatal(err)
+		}
+		if err := rep.Failure(); err != nil {
+			t.Fatalf("langevin reproduces its recording: %v", err)
+		}
+		return j.String(), txt.String()
+	}
+	j1, t1 := out()
+	j2, t2 := out()
+	if j1 != j2 || t1 != t2 {
+		t.Fatal("two diffs of the same trace and schedulers print different bytes")
+	}
+	for _, want := range []string{"reproduced  yes", "other       p2c under its own governor", "(first 10 of "} {
+		if !strings.Contains(t1, want) {
+			t.Fatalf("text lacks %q:\n%s", want, t1)
+		}
 	}
 }

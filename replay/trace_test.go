@@ -234,6 +234,9 @@ func TestReplayOtherScheduler(t *testing.T) {
 	if !slicesContains(v.MetricsDiffering, "scheduler") {
 		t.Fatalf("differing metrics %v lack the scheduler's name", v.MetricsDiffering)
 	}
+	if err := NewReport(tr, res, nil).Failure(); err == nil || !strings.Contains(err.Error(), "replay under bestfit did not reproduce the recording: step ") {
+		t.Fatalf("failure: %v", err)
+	}
 	// Never: the transitions file is not even read.
 	res, err = Run(context.Background(), tr, newSched(t, "fgd"), Options{Verify: VerifyNever})
 	if err != nil || res.Verification.Checked {
