@@ -31,7 +31,7 @@ type Options struct {
 	// them); otherwise only OnDecision sees them.
 	KeepDecisions bool
 	// OnDecision, when set, is called with each decision as it is made.
-	OnDecision func(*Decision)
+	OnDecision func(Decision)
 	// Progress, when set, is called after every step with the simulated
 	// time.
 	Progress func(now float64)
@@ -172,7 +172,7 @@ type logger struct {
 	chk   *checker
 	keep  bool
 	out   []Decision
-	on    func(*Decision)
+	on    func(Decision)
 }
 
 func (l *logger) Name() string            { return l.inner.Name() }
@@ -192,7 +192,7 @@ func (l *logger) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 		l.out = append(l.out, d)
 	}
 	if l.on != nil {
-		l.on(&d)
+		l.on(d)
 	}
 	return a
 }
