@@ -316,7 +316,7 @@ func sameAction(a, b *env.Action) bool {
 		math.Float32bits(a.Affinity) == math.Float32bits(b.Affinity) && math.Float32bits(a.Damping) == math.Float32bits(b.Damping)
 }
 
-// String describes the action for people: "node 3 gpu 1", "wait", plus
+// actionString describes the action for people: "node 3 gpu 1", "wait", plus
 // the fields that are not a plain placement's.
 func (d *Decision) actionString() string {
 	a := &d.Action
