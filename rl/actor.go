@@ -107,9 +107,17 @@ var timeNow = time.Now
 // errIdle ends an actor whose learner went quiet.
 var errIdle = errors.New("actor: no new parameters within the idle timeout")
 
+// latestFetcher is a transport that can also look up the newest
+// parameters itself (NATS: the key-value store), for a broadcast that
+// arrived before the actor's subscription.
+type latestFetcher interface {
+	FetchLatestParams(ctx context.Context) (uint64, []byte, error)
+}
+
 // refresh loads newer parameters if the transport has them. With wait it
 // blocks until a version newer than the current one arrives.
 func (a *Actor) refresh(ctx context.Context, wait bool) error {
+	waited := 0
 	for {
 		v, payload, ok := a.tr.LatestParams()
 		if ok && v > a.version {
@@ -125,6 +133,13 @@ func (a *Actor) refresh(ctx context.Context, wait bool) error {
 		}
 		if a.cfg.IdleTimeout > 0 && time.Since(a.lastNewer) > a.cfg.IdleTimeout {
 			return errIdle
+		}
+		if waited++; waited%1000 == 0 {
+			if f, ok := a.tr.(latestFetcher); ok {
+				fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, _, _ = f.FetchLatestParams(fctx) // best effort: the broadcast may still come
+				cancel()
+			}
 		}
 		select {
 		case <-ctx.Done():

@@ -167,7 +167,9 @@ func TestNATSServerRestart(t *testing.T) {
 		lost = append(lost, l.Lost)
 	}
 	t.Logf("lost segments by update %v; delivered %d", lost, res.Stats.Delivered)
-	if lost[4] != lost[5] || lost[3] != lost[5] || lost[5] > res.Stats.Delivered {
-		t.Fatalf("lost segments by update %v (delivered %d): want a count that stops growing after the reconnect", lost, res.Stats.Delivered)
+	// The client's reconnect buffer (8 MiB) bounds what an outage can
+	// swallow: here about 110 of these segments.
+	if lost[4] != lost[5] || lost[3] != lost[5] || lost[5] > 200 {
+		t.Fatalf("lost segments by update %v (delivered %d): want a bounded count that stops growing after the reconnect", lost, res.Stats.Delivered)
 	}
 }

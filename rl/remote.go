@@ -46,7 +46,7 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 	defer tr.Close()
 	deadline := time.Now().Add(cfg.IdleTimeout)
 	var payload []byte
-	for {
+	for k := 1; ; k++ {
 		_, p, ok := tr.LatestParams()
 		if ok {
 			payload = p
@@ -54,6 +54,14 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("actor %d: no parameters from run %q within %v", cfg.ID, cfg.RunID, cfg.IdleTimeout)
+		}
+		if k%25 == 0 {
+			// A broadcast can slip between our subscription reaching the
+			// server and our first look at the latest-parameters store: look
+			// again every half second rather than wait for the next one.
+			fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			_, _, _ = tr.FetchLatestParams(fctx) // not there yet is no error here
+			cancel()
 		}
 		select {
 		case <-ctx.Done():
