@@ -15,7 +15,12 @@ type Scheduler struct {
 	P      *Policy
 	Greedy bool
 	Label  string
-	rng    *rand.Rand
+	// Version is the policy version reported with each decision (0 when
+	// unknown).
+	Version uint64
+	rng     *rand.Rand
+
+	lastLogP, lastValue float32
 }
 
 // NewScheduler wraps p; name is what the metrics call it.
@@ -28,11 +33,19 @@ func (s *Scheduler) Name() string { return s.Label }
 
 // Decide implements env.Scheduler.
 func (s *Scheduler) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
-	a, _, _, ok := s.P.Act(Decision{Obs: obs, RNG: rng}, s.rng, s.Greedy)
+	a, logp, value, ok := s.P.Act(Decision{Obs: obs, RNG: rng}, s.rng, s.Greedy)
+	s.lastLogP, s.lastValue = logp, value
 	if !ok {
 		return env.Wait
 	}
 	return a
+}
+
+// LastBehaviour returns the log-probability and value of the last decision
+// and the policy version (datasets.Behaviour: recorded transitions of a
+// learned policy carry them).
+func (s *Scheduler) LastBehaviour() (logp, value float32, version uint64) {
+	return s.lastLogP, s.lastValue, s.Version
 }
 
 // Governor implements env.Governed: a learned policy runs under
