@@ -23,6 +23,10 @@ type Featurizer struct {
 	t    env.Tensors
 	cand []int
 	e    []float64
+	// Force, when >= 0, is a machine that must be among the candidates
+	// (offline learning from another scheduler's decisions: its choice
+	// must be one the policy could make). -1 in normal use.
+	Force int
 }
 
 // Append adds d's sample to s and reports whether there is one: false when
@@ -49,6 +53,13 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		}
 	} else {
 		f.cand = obs.TEG.Candidates(&obs.Req, K, d.RNG, f.cand)
+	}
+	if f.Force >= 0 && !containsNode(f.cand, f.Force) {
+		if len(f.cand) == K {
+			f.cand[K-1] = f.Force
+		} else {
+			f.cand = append(f.cand, f.Force)
+		}
 	}
 	if len(f.cand) == 0 {
 		return false
@@ -109,4 +120,13 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		s.Service[j] = 1
 	}
 	return true
+}
+
+func containsNode(xs []int, x int) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
 }

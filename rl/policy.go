@@ -116,6 +116,7 @@ func NewPolicy(cfg PolicyConfig, seed uint64) (*Policy, error) {
 	}
 	p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
 	p.one.K = cfg.Candidates
+	p.feat.Force = -1
 	return p, nil
 }
 
