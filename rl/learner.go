@@ -97,6 +97,11 @@ func NewLearner(cfg TrainConfig, tr transport.LearnerTransport) (*Learner, error
 	if err != nil {
 		return nil, err
 	}
+	if cfg.Init != nil {
+		if _, err := pol.LoadParams(cfg.Init); err != nil {
+			return nil, fmt.Errorf("learner: initial policy: %w", err)
+		}
+	}
 	l := &Learner{Cfg: cfg, Pol: pol, tr: tr, tp: nn.NewTape[float32](), start: time.Now()}
 	l.batch.K, l.boot.K = cfg.Policy.Candidates, cfg.Policy.Candidates
 	if l.PPO, err = NewPPO(batchModel{pol, &l.batch}, cfg.PPO, cfg.Seed); err != nil {

@@ -45,6 +45,10 @@ type TrainConfig struct {
 	CheckpointDir   string `json:"-"`
 	CheckpointEvery int    `json:"-"`
 	Resume          string `json:"-"`
+	// Init, when set, holds a policy's safetensors bytes (same shape) to
+	// start from instead of a fresh initialisation: offline pre-training
+	// followed by online PPO.
+	Init []byte `json:"-"`
 
 	Logger   *slog.Logger      `json:"-"`
 	Progress func(l UpdateLog) `json:"-"`

@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -49,6 +50,10 @@ type trainFlags struct {
 	baseline   string
 	ckptEvery  int
 	resume     string
+	offline    string
+	offMethod  string
+	offEpochs  int
+	init       string
 	jsonOut    bool
 }
 
@@ -108,6 +113,10 @@ Presets:
 	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
 	fl.IntVar(&f.ckptEvery, "checkpoint-every", 10, "write DIR/checkpoint every this many updates and at the end (0: never)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)")
+	fl.StringVar(&f.offline, "offline", "", "learn offline from recordings of tegrl dataset record (comma-separated folders) instead of online")
+	fl.StringVar(&f.offMethod, "offline-method", "bc", "offline method: bc (behaviour cloning) or awr (advantage-weighted regression)")
+	fl.IntVar(&f.offEpochs, "offline-epochs", 10, "passes over the offline data")
+	fl.StringVar(&f.init, "init", "", "start from this policy (a policy file or train output folder of the same shape), e.g. an offline one")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
 	return cmd
 }
@@ -210,8 +219,20 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 		cfg.CheckpointDir, cfg.CheckpointEvery = filepath.Join(f.out, "checkpoint"), f.ckptEvery
 	}
 	cfg.Resume = f.resume
+	if f.init != "" {
+		path := f.init
+		if !strings.HasSuffix(path, ".safetensors") {
+			path = filepath.Join(path, "policy.safetensors")
+		}
+		if cfg.Init, err = os.ReadFile(path); err != nil {
+			return fmt.Errorf("--init: %w", err)
+		}
+	}
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
+	}
+	if f.offline != "" {
+		return runOffline(ctx, a, f, cfg, envCfg)
 	}
 	bar := newProgress(a.stderr, cfg.TotalSteps, "train")
 	cfg.Progress = func(l rl.UpdateLog) {
@@ -272,6 +293,98 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 		return err
 	}
 	return printTrainSummary(a.stdout, &sum, f.out)
+}
+
+// offlineSummary is summary.json of an offline run.
+type offlineSummary struct {
+	Command    string            `json:"command"`
+	Recordings []string          `json:"recordings"`
+	Decisions  int               `json:"decisions"`
+	Offline    rl.OfflineConfig  `json:"offline"`
+	Policy     rl.PolicyConfig   `json:"policy"`
+	Log        []rl.OfflineStats `json:"log"`
+	WallS      float64           `json:"wall_s"`
+	EvalSeeds  []uint64          `json:"eval_seeds,omitempty"`
+	Eval       []evalRow         `json:"eval,omitempty"`
+	Paired     map[string]paired `json:"paired_vs_policy,omitempty"`
+}
+
+// runOffline learns from recordings, then evaluates like an online run.
+func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, envCfg rl.ClusterEnvConfig) error {
+	start := time.Now()
+	pol, err := rl.NewPolicy(cfg.Policy, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	if cfg.Init != nil {
+		if _, err := pol.LoadParams(cfg.Init); err != nil {
+			return fmt.Errorf("--init: %w", err)
+		}
+	}
+	var data rl.OfflineData
+	dirs := strings.Split(f.offline, ",")
+	for _, dir := range dirs {
+		t, err := replay.Open(strings.TrimSpace(dir))
+		if err != nil {
+			return err
+		}
+		spec := t.Config.SchedulerSpec
+		if spec == "" {
+			spec = t.Config.Scheduler
+		}
+		mk, err := schedulerFactory(spec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		if err := rl.LoadRecording(t, mk(), pol, cfg.PPO.Gamma, cfg.Env.RewardScale, &data); err != nil {
+			return err
+		}
+		a.log.Info("offline recording", "dir", dir, "scheduler", spec, "decisions", data.Len())
+	}
+	ocfg := rl.DefaultOfflineConfig()
+	ocfg.Method, ocfg.Epochs, ocfg.Seed = f.offMethod, f.offEpochs, cfg.Seed
+	if f.lr > 0 {
+		ocfg.LR = f.lr
+	}
+	log, err := rl.TrainOffline(pol, &data, ocfg)
+	if err != nil {
+		return err
+	}
+	payload, err := pol.EncodeParams(map[string]string{"tegrl.offline": ocfg.Method, "tegrl.preset": f.preset})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.out, "policy.safetensors"), payload, 0o644); err != nil {
+		return err
+	}
+	sum := offlineSummary{Command: report.CommandLine(a.argv), Recordings: dirs, Decisions: data.Len(), Offline: ocfg,
+		Policy: cfg.Policy, Log: log, WallS: time.Since(start).Seconds()}
+	if f.evalSeeds != "" {
+		seeds, err := report.ParseSeeds(f.evalSeeds)
+		if err != nil {
+			return err
+		}
+		ts := trainSummary{}
+		if err := evalPolicy(ctx, &ts, payload, envCfg.Source, cfg.Env.Episode, seeds, f.evalRefs); err != nil {
+			return err
+		}
+		sum.EvalSeeds, sum.Eval, sum.Paired = seeds, ts.Eval, ts.Paired
+	}
+	js, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(f.out, "summary.json"), append(js, '\n'), 0o644); err != nil {
+		return err
+	}
+	if f.jsonOut {
+		_, err = fmt.Fprintf(a.stdout, "%s\n", js)
+		return err
+	}
+	last := log[len(log)-1]
+	fmt.Fprintf(a.stdout, "offline %s on %d decisions from %d recordings, %d epochs in %.0f s: agreement with the recorded choices %.3f, policy loss %.3f; policy in %s\n",
+		ocfg.Method, data.Len(), len(dirs), len(log), sum.WallS, last.Agreement, last.PolicyLoss, filepath.Join(f.out, "policy.safetensors"))
+	return printTrainSummary(a.stdout, &trainSummary{Eval: sum.Eval, Paired: sum.Paired, EvalSeeds: sum.EvalSeeds}, "")
 }
 
 // recent averages the training episodes of the last n updates.
@@ -433,9 +546,17 @@ func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
 }
 
 func printTrainSummary(w io.Writer, s *trainSummary, dir string) error {
+	if dir == "" {
+		return printEval(w, s)
+	}
 	fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
 	fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.2f, slowdown %.3f; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f, converged %v\n",
 		s.Recent.Episodes, s.Recent.EpisodeReturn, s.Recent.MeanSlowdown, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Final.Entropy, s.Converged)
+	return printEval(w, s)
+}
+
+// printEval prints the held-out comparison.
+func printEval(w io.Writer, s *trainSummary) error {
 	if len(s.Eval) == 0 {
 		return nil
 	}

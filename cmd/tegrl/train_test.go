@@ -50,3 +50,35 @@ func TestTrainCommand(t *testing.T) {
 		t.Error("resume with another seed accepted")
 	}
 }
+
+// TestTrainOfflineCommand: a recorded langevin run feeds behaviour
+// cloning, whose policy is evaluated and then starts an online run.
+func TestTrainOfflineCommand(t *testing.T) {
+	rec := filepath.Join(t.TempDir(), "rec")
+	if _, stderr, err := run(t, "dataset", "record", "--scheduler", "langevin", "--machines", "24", "--duration", "15m",
+		"--seed", "3", "--out", rec, "--log-level", "warn"); err != nil {
+		t.Fatalf("record: %v\n%s", err, stderr)
+	}
+	dir := t.TempDir()
+	common := []string{"--preset", "small", "--machines", "24", "--episode", "900", "--candidates", "8", "--hidden", "16",
+		"--eval-seeds", "1-2", "--eval-ref", "langevin", "--log-level", "warn"}
+	out, stderr, err := run(t, append([]string{"train", "--offline", rec, "--offline-method", "awr", "--offline-epochs", "2", "--out", dir, "--json"}, common...)...)
+	if err != nil {
+		t.Fatalf("offline: %v\n%s", err, stderr)
+	}
+	var sum struct {
+		Decisions int `json:"decisions"`
+		Log       []struct {
+			Agreement float64 `json:"agreement"`
+		} `json:"log"`
+		Eval []json.RawMessage `json:"eval"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || sum.Decisions == 0 || len(sum.Log) != 2 || len(sum.Eval) != 2 {
+		t.Fatalf("offline summary (%v):\n%s", err, out)
+	}
+	online := t.TempDir()
+	if _, stderr, err := run(t, append([]string{"train", "--init", dir, "--steps", "400", "--batch", "200", "--segment", "50",
+		"--actors", "1", "--out", online}, common...)...); err != nil {
+		t.Fatalf("online from the offline policy: %v\n%s", err, stderr)
+	}
+}
