@@ -43,6 +43,13 @@ type PolicyConfig struct {
 	// ReplicaZeroBias is the initial logit of "no replica change", so an
 	// untrained policy does not churn services.
 	ReplicaZeroBias float64 `json:"replica_zero_bias"`
+	// Replicas enables the replica-delta head; off, the policy never
+	// changes a service's replicas. The simulator applies a delta at every
+	// decision for any replica of the service, so deltas compound, and
+	// under a slowdown objective extra replicas only add work: an early
+	// run's head drifted to adding replicas and its greedy policy added
+	// 5,767 of them in two hours. Off by default.
+	Replicas bool `json:"replicas"`
 	// AuxEntropy weighs the replica, affinity and damping heads' entropy
 	// in the entropy the learner's bonus rewards (the placement head's
 	// counts fully).
@@ -169,8 +176,12 @@ func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (
 	// distribution) pushes an untrained policy towards churning replicas
 	// and random damping, which costs more than exploration gains.
 	ent := tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.Scale(tp.BetaEntropy(o.dampA, o.dampB), p.Cfg.AuxEntropy))
-	slp := tp.Add(tp.CategoricalLogProb(o.rep, nil, rep), tp.BetaLogProb(o.affA, o.affB, aff))
-	sent := tp.Scale(tp.Add(tp.CategoricalEntropy(o.rep, nil), tp.BetaEntropy(o.affA, o.affB)), p.Cfg.AuxEntropy)
+	slp := tp.BetaLogProb(o.affA, o.affB, aff)
+	sent := tp.Scale(tp.BetaEntropy(o.affA, o.affB), p.Cfg.AuxEntropy)
+	if p.Cfg.Replicas {
+		slp = tp.Add(slp, tp.CategoricalLogProb(o.rep, nil, rep))
+		sent = tp.Add(sent, tp.Scale(tp.CategoricalEntropy(o.rep, nil), p.Cfg.AuxEntropy))
+	}
 	lp = tp.Add(lp, tp.Mul(slp, svc))
 	ent = tp.Add(ent, tp.Mul(sent, svc))
 	return lp, ent, o.value
@@ -213,10 +224,12 @@ func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.A
 	} else {
 		choice = sampleLogits(rng, logits[:n])
 	}
-	var rep int
-	if greedy {
+	rep := ReplicaChoices / 2 // no change
+	switch {
+	case !p.Cfg.Replicas:
+	case greedy:
 		rep = argmax(o.rep.Data)
-	} else {
+	default:
 		rep = sampleLogits(rng, o.rep.Data)
 	}
 	beta := func(a, b float32) float32 {

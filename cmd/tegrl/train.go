@@ -54,6 +54,7 @@ type trainFlags struct {
 	offMethod  string
 	offEpochs  int
 	init       string
+	replicas   bool
 	jsonOut    bool
 }
 
@@ -91,7 +92,7 @@ Presets:
 	fl.StringVar(&f.preset, "preset", "small", "training preset: small")
 	fl.StringVar(&f.out, "out", "", "output directory (required)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the network initialisation, the actors' episodes and the minibatches")
-	fl.IntVar(&f.actors, "actors", 2, "in-process actors (0: only remote tegrl actor processes)")
+	fl.IntVar(&f.actors, "actors", 1, "in-process actors (0: only remote tegrl actor processes); on 2 cores one actor keeps the learner busy")
 	fl.IntVar(&f.steps, "steps", 0, "decisions to learn from (0: the preset's)")
 	fl.IntVar(&f.batch, "batch", 0, "decisions per PPO update (0: the preset's)")
 	fl.IntVar(&f.segment, "segment", 100, "steps per trajectory segment")
@@ -109,6 +110,7 @@ Presets:
 	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
 	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
+	fl.BoolVar(&f.replicas, "replicas", false, "let the policy change services' replica counts (off: deltas are 0; see docs/rl.md)")
 	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (\"\": the preset's)")
 	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
 	fl.IntVar(&f.ckptEvery, "checkpoint-every", 10, "write DIR/checkpoint every this many updates and at the end (0: never)")
@@ -205,6 +207,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	setF(&cfg.PPO.LR, f.lr)
 	set(&cfg.Policy.Candidates, f.candidates)
 	set(&cfg.Policy.Hidden, f.hidden)
+	cfg.Policy.Replicas = f.replicas
 	if f.reward != "" {
 		cfg.Env.Reward = f.reward
 	}
