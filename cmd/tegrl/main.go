@@ -1,7 +1,8 @@
-// Command tegrl trains and serves learned cluster schedulers. Today it runs
-// the cluster simulator (tegrl simulate), the TEG parameter search (tegrl
-// tune) and the FGD GPU saturation experiment (tegrl saturate); see ../../../shared/ARCHITECTURE.md for the
-// commands to come.
+// Command tegrl trains and serves learned cluster schedulers: the cluster
+// simulator (simulate), the TEG parameter search (tune), the FGD GPU
+// saturation experiment (saturate), training (train, actor, broker),
+// evaluation (ab, replay), datasets (dataset) and the scheduling service
+// (serve).
 //
 // This package holds flags and configuration only; the work is done by the
 // packages it calls (env, report, ...). Each subcommand lives in its own
@@ -54,7 +55,8 @@ from synthetic generators or public traces such as Alibaba's GPU cluster
 trace), and compares placement policies on it: classic baselines (random,
 best-fit, dot product, GPU packing, GPU clustering, FGD, kube-scheduler's
 default, power of two choices) and the Thermo-Economic Governor's pure
-Langevin dynamics; learned policies come next.
+Langevin dynamics, and learns placement and damping policies with PPO and
+IMPALA-style actors over NATS.
 
 Commands available today:
   simulate   run the cluster simulator (with the TEG dynamics: potential
@@ -65,6 +67,18 @@ Commands available today:
              ranked by mean reward
   saturate   the FGD GPU saturation experiment: fill the GPU cluster with
              pods that never finish and compare allocation and fragmentation
+  train      learn a policy: PPO + V-trace with actors over NATS, or offline
+             from recorded runs (--offline)
+  actor      an actor process for a train learner on a NATS server
+  broker     a stand-alone NATS server (JetStream, token auth) for training
+  ab         paired A/B comparison of two schedulers or policies, with
+             bootstrap confidence intervals, a report and plots
+  dataset    convert traces, generate workloads, record transitions of any
+             scheduler and inspect Arrow datasets
+  replay     re-run a recorded run under any scheduler, byte for byte, and
+             diff two schedulers' decisions
+  serve      the real-time scheduling service: decisions over HTTP, the
+             Kubernetes scheduler extender, hot-loaded policies, A/B arms
 
 Results go to stdout (text tables, or JSON with --json); logs go to stderr.
 A progress bar appears on long work when stderr is a terminal.`,
