@@ -86,11 +86,13 @@ func newRouter(cfgs []ArmConfig) (*router, error) {
 	return r, nil
 }
 
-// keyUnit maps a job key to [0, 1) by its FNV-1a hash.
+// keyUnit maps a job key to [0, 1): its FNV-1a hash, mixed by a
+// splitmix64 step (FNV's high bits barely differ for keys that differ in
+// their last characters, such as ns/job-17 and ns/job-18).
 func keyUnit(key string) float64 {
 	h := fnv.New64a()
 	h.Write([]byte(key))
-	return float64(h.Sum64()>>11) / (1 << 53)
+	return float64(splitmix(h.Sum64())>>11) / (1 << 53)
 }
 
 // pick returns the arm of key.

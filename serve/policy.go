@@ -239,6 +239,25 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 	if h := f.Metadata[metaSchema]; h != env.ObservationSchemaHash() {
 		return nil, &refusal{reasonSchema, fmt.Errorf("observation schema hash %q, this build has %q", h, env.ObservationSchemaHash())}
 	}
+	// Building a policy costs O(hidden³) (orthogonal initialisation)
+	// before its weights are read: a file whose metadata claims a width
+	// its weights cannot hold is refused first, so that a small file
+	// cannot buy minutes of work.
+	cfg, err := rl.PolicyMeta(f.Metadata)
+	if err != nil {
+		return nil, &refusal{reasonPolicy, err}
+	}
+	weights := 0
+	for i := range f.Tensors {
+		n := 1
+		for _, d := range f.Tensors[i].Shape {
+			n *= d
+		}
+		weights += n
+	}
+	if cfg.Hidden*cfg.Hidden > weights {
+		return nil, &refusal{reasonPolicy, fmt.Errorf("metadata claims hidden width %d, but the file holds only %d weights", cfg.Hidden, weights)}
+	}
 	pol, meta, err := rl.LoadPolicy(c.payload)
 	if err != nil {
 		return nil, &refusal{reasonPolicy, err}

@@ -584,7 +584,13 @@ func (s *Service) State(req *StateRequest) (StateResponse, error) {
 		return resp, fieldErr("time_s", "the service runs on the wall clock (clock %s): leave time_s out", s.cfg.Clock)
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	rebuilt := false
+	defer func() {
+		s.mu.Unlock()
+		if rebuilt {
+			s.updateReady()
+		}
+	}()
 	specs, err := stateCheck(s.model, req)
 	if err != nil {
 		return resp, err
@@ -606,7 +612,7 @@ func (s *Service) State(req *StateRequest) (StateResponse, error) {
 		s.setModel(m)
 		resp.Rebuilt = true
 		s.log.Info("cluster defined", "machines", len(specs))
-		defer s.updateReady()
+		rebuilt = true
 	}
 	s.model.apply(req, &resp)
 	s.model.fill(&resp)
