@@ -55,6 +55,21 @@ func policyPayload(t testing.TB, seed uint64, extra map[string]string) []byte {
 	return b
 }
 
+// defaultPolicyPayload is an untrained policy file of the default size
+// (rl.DefaultPolicyConfig: 32 candidates, width 64), for benchmarks.
+func defaultPolicyPayload(t testing.TB, seed uint64) []byte {
+	t.Helper()
+	p, err := rl.NewPolicy(rl.DefaultPolicyConfig(), seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.EncodeParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // nanPolicyPayload is a policy file whose first weight is NaN.
 func nanPolicyPayload(t testing.TB) []byte {
 	t.Helper()
