@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestServe runs tegrl serve end to end on the hand-made trace cluster:
+// readiness, a decision, the extender's filter, metrics, then a clean
+// shutdown on cancel.
+func TestServe(t *testing.T) {
+	nodes, _ := writeTrace(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--cluster", "alibaba-gpu:" + nodes, "--scheduler", "fgd",
+			"--ab", "langevin", "--ab-share", "0.5", "--admin-token", "T", "--log-level", "warn"}, &out, &errb)
+	}()
+	var url string
+	deadline := time.Now().Add(20 * time.Second)
+	for url == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\nstderr: %s", err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL printed; stderr: %s", errb.String())
+		}
+		if s := out.String(); strings.HasSuffix(s, "\n") {
+			url = strings.TrimSpace(s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	get := func(path string) (int, string) {
+		r, err := http.Get(url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	post := func(path, body string) (int, string) {
+		r, err := http.Post(url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, string(b)
+	}
+	if code, b := get("/readyz"); code != http.StatusOK {
+		t.Fatalf("readyz: %d %s", code, b)
+	}
+	code, b := post("/v1/decide", `{"key":"ns/p","job":{"cpu_milli":4000,"mem_mib":8192,"gpus":1,"gpu_milli":500}}`)
+	var d struct {
+		PolicyVersion string `json:"policy_version"`
+		Action        struct {
+			Machine *string `json:"machine"`
+		} `json:"action"`
+	}
+	if err := json.Unmarshal([]byte(b), &d); code != http.StatusOK || err != nil || d.Action.Machine == nil {
+		t.Fatalf("decide: %d %s", code, b)
+	}
+	if !strings.HasPrefix(*d.Action.Machine, "n") || (d.PolicyVersion != "fgd" && d.PolicyVersion != "langevin") {
+		t.Errorf("decision %s", b)
+	}
+	code, b = post("/filter", `{"Pod":{"metadata":{"name":"p","namespace":"ns"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"4"}}}]}},"NodeNames":["n0","n1","n2","n3"]}`)
+	if code != http.StatusOK || !strings.Contains(b, `"NodeNames":["n2"]`) {
+		t.Errorf("filter: %d %s", code, b)
+	}
+	if code, b := get("/metrics"); code != http.StatusOK || !strings.Contains(b, `tegrl_serve_policy_info{arm="b",source="builtin",version="langevin"} 1`) {
+		t.Errorf("metrics: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve after cancel: %v\nstderr: %s", err, errb.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+}
+
+func TestServeFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--ab", "bestfit", "--ab-share", "1.5"}, "--ab-share"},
+		{[]string{"--cluster", "nowhere:x"}, "--cluster"},
+		{[]string{"--scheduler", "nope"}, "not built in"},
+		{[]string{"--clock", "lunar"}, "clock"},
+		{[]string{"--safety", "maybe"}, "--safety"},
+		{[]string{"--machines", "0"}, "--machines"},
+	} {
+		_, _, err := run(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--machines", "20", "--log-level", "warn"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("serve %v: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+}
