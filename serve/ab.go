@@ -2,6 +2,9 @@ package serve
 
 import (
 	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"hash/fnv"
 	"math"
 	"sync"
@@ -27,6 +30,9 @@ type arm struct {
 	cur atomic.Pointer[Policy]
 	// cut is the arm's upper bound in [0, 1] of the hashed job key.
 	cut float64
+	// decideTime observes its decisions' time (the labelled child of the
+	// histogram, looked up once).
+	decideTime prometheus.Observer
 
 	mu sync.Mutex
 	st armStats

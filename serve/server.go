@@ -188,6 +188,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, met: newMetrics(), router: r, canary: cv, decided: newDecisionLog(cfg.DecisionLog),
 		prefix: fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)>>32)), rng: rand.New(rand.NewPCG(cfg.Seed, 0x73657276))}
 	for _, a := range r.arms {
+		a.decideTime = s.met.decideTime.WithLabelValues(a.cfg.Name)
 		if err := s.initArm(a); err != nil {
 			return nil, fmt.Errorf("serve: arm %s: %w", a.cfg.Name, err)
 		}
@@ -268,14 +269,8 @@ func (s *Service) setModel(m *model) {
 // observeModel updates the model gauges (s.mu held).
 func (s *Service) observeModel() {
 	l := s.model.live
-	up := 0
-	for i := range l.State().M {
-		if l.State().M[i].Up {
-			up++
-		}
-	}
 	s.met.machines.Set(float64(len(l.Cluster().Machines)))
-	s.met.machinesUp.Set(float64(up))
+	s.met.machinesUp.Set(float64(s.model.up))
 	s.met.running.Set(float64(l.Running()))
 	s.met.modelTime.Set(l.Now())
 }
@@ -606,7 +601,7 @@ func (s *Service) State(req *StateRequest) (StateResponse, error) {
 		}
 		for i := range req.Machines {
 			if u := req.Machines[i].Up; u != nil && !*u {
-				m.live.SetMachineUp(i, false)
+				m.setUp(i, false)
 			}
 		}
 		s.setModel(m)
@@ -677,7 +672,7 @@ func (s *Service) decide(key string, js *JobJSON, endpoint string) (decision, er
 	if a.Node >= 0 {
 		d.machine = l.Cluster().Machines[a.Node].Name
 	}
-	s.met.decideTime.WithLabelValues(d.arm.cfg.Name).Observe(elapsed.Seconds())
+	d.arm.decideTime.Observe(elapsed.Seconds())
 	return d, nil
 }
 
