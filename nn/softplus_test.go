@@ -16,3 +16,17 @@ func TestSoftplusValues(t *testing.T) {
 		}
 	}
 }
+
+// TestResize: a tensor resized within its capacity keeps its memory and
+// allocates nothing; beyond it, it grows.
+func TestResize(t *testing.T) {
+	x := Zeros[float32](4, 8)
+	p := &x.Data[0]
+	if a := testing.AllocsPerRun(10, func() { x.Resize(3, 5) }); a != 0 || &x.Data[0] != p || len(x.Data) != 15 || x.Shape[0] != 3 || x.Shape[1] != 5 {
+		t.Fatalf("resize within capacity: %v allocs, shape %v, len %d", a, x.Shape, len(x.Data))
+	}
+	x.Resize(10, 10)
+	if len(x.Data) != 100 || x.Size() != 100 {
+		t.Fatalf("grown: len %d", len(x.Data))
+	}
+}

@@ -37,6 +37,21 @@ func NewTensor[T Float](data []T, shape ...int) *Tensor[T] {
 	return t
 }
 
+// Resize gives t the shape, reusing its data's memory when it is large
+// enough (the contents are then whatever was there) and allocating only
+// when it is not: a reused input buffer of changing batch size costs no
+// allocation. It returns t.
+func (t *Tensor[T]) Resize(shape ...int) *Tensor[T] {
+	n := shapeSize(shape)
+	if cap(t.Data) < n {
+		t.Data = make([]T, n)
+	} else {
+		t.Data = t.Data[:n]
+	}
+	t.setShape(shape)
+	return t
+}
+
 // Zeros returns a new zero-filled tensor of the given shape.
 func Zeros[T Float](shape ...int) *Tensor[T] {
 	return NewTensor(make([]T, shapeSize(shape)), shape...)

@@ -293,11 +293,7 @@ func (p *PPO) minibatch(b *Batch, mb []int) mbStats {
 
 // fill copies src[idx] into t, resized to len(idx).
 func fill(t *nn.Tensor[float32], src []float32, idx []int) *nn.Tensor[float32] {
-	if cap(t.Data) < len(idx) {
-		t = nn.Zeros[float32](len(idx))
-	} else if len(t.Data) != len(idx) {
-		t = nn.NewTensor(t.Data[:len(idx)], len(idx))
-	}
+	t.Resize(len(idx))
 	for i, j := range idx {
 		t.Data[i] = src[j]
 	}

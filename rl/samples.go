@@ -129,17 +129,17 @@ func (s *Samples) Validate() error {
 }
 
 func tensor2(t *nn.Tensor[float32], r, c int) *nn.Tensor[float32] {
-	if t == nil || cap(t.Data) < r*c {
+	if t == nil {
 		return nn.Zeros[float32](r, c)
 	}
-	return nn.NewTensor(t.Data[:r*c], r, c)
+	return t.Resize(r, c)
 }
 
 func tensor1(t *nn.Tensor[float32], n int) *nn.Tensor[float32] {
-	if t == nil || cap(t.Data) < n {
+	if t == nil {
 		return nn.Zeros[float32](n)
 	}
-	return nn.NewTensor(t.Data[:n], n)
+	return t.Resize(n)
 }
 
 // gather copies samples idx into the batch inputs: candidate rows
