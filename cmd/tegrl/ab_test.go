@@ -106,7 +106,7 @@ func TestABErrors(t *testing.T) {
 	}{
 		{[]string{"ab", "--machines", "8"}, "--b is required"},
 		{abArgs("--b", "nope"), `--b: unknown scheduler "nope"`},
-		{abArgs("--a", "nope.safetensors"), `--a: unknown scheduler "nope.safetensors"`},
+		{abArgs("--a", "nope.safetensors"), `--a: scheduler "nope.safetensors": open nope.safetensors: no such file`},
 		{abArgs("--ref", "kube,nope"), `--ref: unknown scheduler "nope"`},
 		{abArgs("--ref", "kube,kube"), `repeated name "kube"`},
 		{abArgs("--seeds", "0"), "--seeds: seeds \"0\": want a count from 1"},
