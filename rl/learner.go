@@ -77,6 +77,7 @@ type Learner struct {
 	updates     int
 	recent      []float64 // per-episode mean rewards, the last 50
 	badSegments uint64
+	staleQueued uint64 // segments that went stale in the queue
 	start       time.Time
 }
 
@@ -169,6 +170,13 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 		}
 		if !ok {
 			return nil, fmt.Errorf("learner: transport closed")
+		}
+		if f.Version+l.Cfg.MaxLag < l.version {
+			// Too old by now: the transport checks the lag when a segment
+			// arrives, but a segment can wait in the queue while updates go
+			// by, and V-trace's truncated weights learn little from it.
+			l.staleQueued++
+			continue
 		}
 		if err := DecodeSegment(f.Payload, &l.seg, l.Cfg.Policy.Candidates); err != nil {
 			l.badSegments++ // garbage from an actor: dropped and counted
@@ -294,6 +302,6 @@ func (l *Learner) Step(ctx context.Context, totalUpdates int) (UpdateLog, error)
 		log.Converged = log.RewardStd50 < 0.08
 	}
 	ts := l.tr.Stats()
-	log.Stale, log.Lost = ts.Stale, ts.LostSegments
+	log.Stale, log.Lost = ts.Stale+l.staleQueued, ts.LostSegments
 	return log, nil
 }

@@ -116,7 +116,10 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	lcfg := transport.LearnerConfig{QueueSize: 1024, MaxLag: cfg.MaxLag, Logger: cfg.Logger}
+	// A queue of two batches: actors faster than the learner then lose
+	// segments at the door (counted) instead of filling a deep queue whose
+	// tail is stale by the time the learner reads it.
+	lcfg := transport.LearnerConfig{QueueSize: 2*cfg.BatchSize/cfg.SegmentLen + 8, MaxLag: cfg.MaxLag, Logger: cfg.Logger}
 	var (
 		ltr       transport.LearnerTransport
 		newActor  func(id uint32) (transport.ActorTransport, error)

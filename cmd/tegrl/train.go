@@ -98,7 +98,7 @@ Presets:
 	fl.IntVar(&f.steps, "steps", 0, "decisions to learn from (0: the preset's)")
 	fl.IntVar(&f.batch, "batch", 0, "decisions per PPO update (0: the preset's)")
 	fl.IntVar(&f.segment, "segment", 100, "steps per trajectory segment")
-	fl.BoolVar(&f.sync, "sync", false, "actors wait for every update (on-policy lockstep; with --actors 1 the run is deterministic)")
+	fl.BoolVar(&f.sync, "sync", true, "in-process actors wait for every update (on-policy lockstep; with --actors 1 the run is deterministic); --sync=false for IMPALA's asynchronous actors")
 	fl.Uint64Var(&f.maxLag, "max-lag", 8, "drop segments more than this many policy versions old")
 	fl.StringVar(&f.transport, "transport", "nats", "nats, or chan (in-process channels, for comparison)")
 	fl.StringVar(&f.natsURL, "nats", "", "NATS server URL (default: an embedded server on a random loopback port)")
