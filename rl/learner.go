@@ -155,7 +155,14 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 	l.boot.Reset()
 	l.beh, l.rew, l.done, l.spans = l.beh[:0], l.rew[:0], l.done[:0], l.spans[:0]
 	var eps []EpisodeResult
-	for l.batch.Len() < l.Cfg.BatchSize {
+	// Synchronous in-process actors send exactly this many segments per
+	// update and then wait: count frames, not decisions, so that a
+	// segment dropped below cannot leave both sides waiting.
+	frames, syncFrames := 0, 0
+	if l.Cfg.Sync && l.Cfg.Actors > 0 {
+		syncFrames = l.Cfg.BatchSize / l.Cfg.SegmentLen
+	}
+	for (syncFrames == 0 && l.batch.Len() < l.Cfg.BatchSize) || (syncFrames > 0 && frames < syncFrames) {
 		var f transport.Frame
 		var ok bool
 		select {
@@ -171,6 +178,7 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 		if !ok {
 			return nil, fmt.Errorf("learner: transport closed")
 		}
+		frames++
 		if f.Version+l.Cfg.MaxLag < l.version {
 			// Too old by now: the transport checks the lag when a segment
 			// arrives, but a segment can wait in the queue while updates go
@@ -242,6 +250,9 @@ func (l *Learner) Step(ctx context.Context, totalUpdates int) (UpdateLog, error)
 	eps, err := l.collect(ctx)
 	if err != nil {
 		return UpdateLog{}, err
+	}
+	if l.batch.Len() == 0 {
+		return UpdateLog{}, fmt.Errorf("learner: every segment of the batch was dropped (%d bad so far)", l.badSegments)
 	}
 	l.forward()
 	n := l.batch.Len()

@@ -260,7 +260,9 @@ func DecodeSegment(b []byte, s *Segment, wantK int) error {
 		return fmt.Errorf("%w: the last step does not end an episode and there is no bootstrap sample", ErrSegmentFormat)
 	}
 	for i := 0; i < n; i++ {
-		if !finite32(s.LogP[i]) || s.LogP[i] > 0 || !finite32(s.Value[i]) || !finite32(s.Reward[i]) {
+		// (A joint log-probability can be positive: the Beta heads are
+		// densities, above 1 where they are peaked.)
+		if !finite32(s.LogP[i]) || !finite32(s.Value[i]) || !finite32(s.Reward[i]) {
 			return fmt.Errorf("%w: step %d: log-prob %v, value %v, reward %v", ErrSegmentFormat, i, s.LogP[i], s.Value[i], s.Reward[i])
 		}
 	}
