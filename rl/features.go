@@ -75,11 +75,14 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		f.e = append(f.e, e)
 		emin = min(emin, e)
 	}
+	if math.IsInf(emin, 0) || math.IsNaN(emin) {
+		emin = 0 // every candidate unreachable on the field: no energy ranking
+	}
 	var z float64
 	for _, e := range f.e {
-		z += math.Exp(-(e - emin) / temp)
+		z += math.Exp(-max(0, e-emin) / temp)
 	}
-	logZ := math.Log(z)
+	logZ := math.Log(max(z, 1e-300))
 
 	cand, nodes, ctx := s.grow()
 	j := s.Len() - 1
@@ -102,10 +105,15 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		x[0] = float32(float64(m.FreeCPU-req.CPU) / fitCPUNorm)
 		x[1] = float32(float64(m.FreeMem-req.Mem) / fitMemNorm)
 		x[2] = float32(float64(int64(m.IdleGPU)-req.GPUDemand()) / fitGPUNorm)
-		rel := (f.e[k] - emin) / temp
+		// Energies are infinite on machines the field marks unreachable:
+		// every energy feature is clamped, so rows stay finite.
+		rel := max(0, f.e[k]-emin) / temp
+		if math.IsNaN(rel) {
+			rel = energyClip
+		}
 		x[3] = float32(-min(rel, energyClip) / energyClip)
 		x[4] = float32(max(-rel-logZ, -energyClip) / energyClip)
-		x[5] = float32(math.Copysign(math.Log1p(math.Abs(f.e[k])), f.e[k]) / 5)
+		x[5] = float32(max(-energyClip, min(energyClip, math.Copysign(math.Log1p(math.Abs(f.e[k])), f.e[k]))) / 5)
 		x[6] = float32(obs.TEG.FragAdded(obs.Job, req, i) / fitGPUNorm)
 		rate, over := obs.TEG.Contention(obs.Job, req, i)
 		x[7] = float32(rate)

@@ -188,6 +188,7 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 		}
 		if err := DecodeSegment(f.Payload, &l.seg, l.Cfg.Policy.Candidates); err != nil {
 			l.badSegments++ // garbage from an actor: dropped and counted
+			l.Cfg.Logger.Warn("learner: dropping a bad segment", "actor", f.Actor, "seq", f.Seq, "err", err)
 			continue
 		}
 		s := &l.seg
