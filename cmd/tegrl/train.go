@@ -533,21 +533,32 @@ func writeTrainLog(path string, logs []rl.UpdateLog) error {
 	return f.Close()
 }
 
-// saveCurve plots the episodic return and the mean slowdown per update.
+// saveCurve plots the training episodes' return and mean slowdown against
+// the decisions learned from, each point the episode-weighted mean over the
+// last curveWindow updates (single episodes vary with their workload far
+// more than the policy does).
 func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
+	const curveWindow = 25
 	x := make([]float64, len(logs))
 	ret := make([]float64, len(logs))
 	slow := make([]float64, len(logs))
 	for i, l := range logs {
 		x[i] = float64(l.Steps)
+		var n, r, sd float64
+		for _, w := range logs[max(0, i-curveWindow+1) : i+1] {
+			k := float64(w.Episodes)
+			n += k
+			r += k * w.EpisodeReturn
+			sd += k * w.MeanSlowdown
+		}
 		ret[i], slow[i] = math.NaN(), math.NaN()
-		if l.Episodes > 0 {
-			ret[i], slow[i] = l.EpisodeReturn, l.MeanSlowdown
+		if n > 0 {
+			ret[i], slow[i] = r/n, sd/n
 		}
 	}
 	return report.SaveLearningCurve(path, "tegrl train", "decisions learned from", x, []report.CurvePanel{
-		{Title: "episodic return (training episodes)", YLabel: "return", Y: ret},
-		{Title: "mean slowdown (training episodes)", YLabel: "slowdown", Y: slow, Refs: refs},
+		{Title: "episodic return (training episodes, mean over 25 updates)", YLabel: "return", Y: ret},
+		{Title: "mean slowdown (training episodes, mean over 25 updates)", YLabel: "slowdown", Y: slow, Refs: refs},
 	})
 }
 
