@@ -128,11 +128,11 @@ func (a *Actor) refresh(ctx context.Context, wait bool) error {
 				return nil
 			}
 		}
+		if a.cfg.IdleTimeout > 0 && time.Since(a.lastNewer) > a.cfg.IdleTimeout {
+			return errIdle // the learner finished or died: no orphan actors
+		}
 		if !wait {
 			return nil
-		}
-		if a.cfg.IdleTimeout > 0 && time.Since(a.lastNewer) > a.cfg.IdleTimeout {
-			return errIdle
 		}
 		if waited++; waited%1000 == 0 {
 			if f, ok := a.tr.(latestFetcher); ok {

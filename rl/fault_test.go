@@ -173,3 +173,28 @@ func TestNATSServerRestart(t *testing.T) {
 		t.Fatalf("lost segments by update %v (delivered %d): want a bounded count that stops growing after the reconnect", lost, res.Stats.Delivered)
 	}
 }
+
+// TestActorIdleTimeout: an asynchronous remote actor stops by itself once
+// the learner has broadcast nothing new for its idle timeout.
+func TestActorIdleTimeout(t *testing.T) {
+	srv := startServer(t, 0, t.TempDir())
+	defer srv.Shutdown()
+	cfg := tinyTrain("nats", 0, false)
+	cfg.NATSURL, cfg.RunID = srv.ClientURL(), "idle"
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRemoteActor(context.Background(), RemoteActorConfig{URL: srv.ClientURL(), RunID: cfg.RunID, ID: 1,
+			IdleTimeout: 2 * time.Second, Logger: quietLog})
+	}()
+	if _, err := Train(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the actor still runs 30 s after the learner stopped")
+	}
+}
