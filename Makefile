@@ -45,7 +45,8 @@ fmt-check:
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
 ## demo: build, compare every scheduler on a synthetic cluster, then (with
-## ../shared/traces) the FGD saturation experiment and the real GPU cluster
+## ../shared/traces) the FGD saturation experiment and the real GPU cluster,
+## then a short training run over an embedded NATS server and an A/B report
 demo: build
 	@echo "== tegrl simulate: every scheduler, 1,000-machine synthetic cluster, bursty AI workload, 6 simulated hours"
 	$(BIN) simulate --scheduler all --machines 1000 --seed 1 --log-level warn
@@ -57,6 +58,10 @@ demo: build
 	else \
 		echo "demo: $(TRACES) not found; skipping the Alibaba trace parts"; \
 	fi
+	@echo; echo "== tegrl train: PPO + V-trace, one actor over an embedded NATS server, 20,000 decisions (the full preset learns from 1M), then held-out seeds"
+	$(BIN) train --preset small --steps 20000 --eval-seeds 101-103 --out bin/demo-train --log-level warn
+	@echo; echo "== tegrl ab: the small preset's trained policy (docs/policies/small.safetensors) against langevin, 5 seeds"
+	$(BIN) ab --a langevin --b docs/policies/small.safetensors --machines 96 --duration 2h --seeds 101-105 --ref "" --log-level warn | grep -E 'metric|slowdown|sla_violation|safety_violations|mean_jct'
 
 ## clean: remove build outputs and test caches
 clean:
