@@ -1,6 +1,7 @@
 package env
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -17,7 +18,7 @@ func TestAccruedSlowdown(t *testing.T) {
 	}
 	cfg := DefaultWorkload
 	cfg.Horizon = 1800
-	w, err := NewSyntheticWorkload(c, cfg, 7)
+	w, err := NewSyntheticWorkload(c, cfg, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestReplicaDoesFullWork(t *testing.T) {
 	}
 	cfg := DefaultWorkload
 	cfg.Horizon = 3600
-	w, err := NewSyntheticWorkload(c, cfg, 3)
+	w, err := NewSyntheticWorkload(c, cfg, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,5 +106,46 @@ func TestReplicaDoesFullWork(t *testing.T) {
 	}
 	if replicas == 0 {
 		t.Fatal("no replica completed")
+	}
+}
+
+// probing is langevin that also reads every machine's fragmentation and
+// contention at each decision, as a learned policy's features do.
+type probing struct{ Langevin }
+
+func (p *probing) Decide(obs *Observation, rng *rand.Rand) Action {
+	var t Tensors
+	obs.FillTensors(&t)
+	// A few machines, as a policy reads its candidates: a subset is what
+	// moves the refresh times.
+	for i := int(obs.Time/10) % 7; i < len(obs.State.M); i += 7 {
+		if obs.State.Admit(i, &obs.Req) {
+			obs.TEG.FragAdded(obs.Job, &obs.Req, i)
+			obs.TEG.Contention(obs.Job, &obs.Req, i)
+		}
+	}
+	return p.Langevin.Decide(obs, rng)
+}
+
+// TestReadingDoesNotChangeARun: a scheduler that reads the fragmentation
+// and contention of every machine makes the same run, metrics byte for
+// byte (the fragmentation total used to be a running sum whose last bits
+// depended on when machines were refreshed).
+func TestReadingDoesNotChangeARun(t *testing.T) {
+	run := func(s Scheduler) string {
+		c, _ := NewSyntheticCluster(96, 4)
+		cfg := DefaultWorkload
+		cfg.Horizon = 3600
+		w, _ := NewSyntheticWorkload(c, cfg, 4)
+		teg := GovernorTEG("langevin")
+		sim, err := NewSim(c, w, s, SimConfig{Seed: 4, Duration: 3600, TEG: &teg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(sim.Run())
+		return string(b)
+	}
+	if a, b := run(&Langevin{}), run(&probing{}); a != b {
+		t.Fatalf("reading changed the run:\n%s\n%s", a, b)
 	}
 }

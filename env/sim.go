@@ -916,13 +916,19 @@ func (s *Sim) refreshFrag(i int) {
 }
 
 // sampleFrag brings the fragmentation total up to date (only machines whose
-// version moved are recomputed) and records a sample.
+// version moved are recomputed) and records a sample. The total is summed
+// afresh in machine order: a running sum would depend, in its last bits, on
+// when each machine's value was refreshed, and schedulers that read
+// fragmentation (learned policies' features) refresh it at other times.
 func (s *Sim) sampleFrag() {
+	var total float64
 	for i := range s.ld.hot {
 		if s.ld.hot[i].fc.ver != s.state.M[i].Ver {
 			s.refreshFrag(i)
 		}
+		total += s.ld.hot[i].fc.val
 	}
+	s.frag = total
 	if s.state.CapGPU > 0 {
 		idle := s.state.CapGPU - s.state.UsedGPU
 		s.acc.fragRate += s.frag / float64(s.state.CapGPU)
