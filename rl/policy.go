@@ -160,6 +160,25 @@ func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
 	return out
 }
 
+// Heads are the policy's outputs for a batch of B samples, recorded on a
+// tape: candidate logits [B × K] with their mask (padding excluded),
+// replica logits [B × 11], the Beta parameters of affinity and damping
+// [B] each, and the value [B]. Distillation matches a student's to a
+// teacher's.
+type Heads struct {
+	Node                     *nn.Tensor[float32]
+	Mask                     []bool
+	Replica                  *nn.Tensor[float32]
+	AffA, AffB, DampA, DampB *nn.Tensor[float32]
+	Value                    *nn.Tensor[float32]
+}
+
+// Forward runs the network on samples idx of s.
+func (p *Policy) Forward(tp *nn.Tape[float32], s *Samples, idx []int) Heads {
+	o := p.forward(tp, s, idx)
+	return Heads{Node: o.node, Mask: o.mask, Replica: o.rep, AffA: o.affA, AffB: o.affB, DampA: o.dampA, DampB: o.dampB, Value: o.value}
+}
+
 // evaluate returns, for the samples idx of s, the joint log-probability of
 // the stored hybrid action (the replica and affinity terms only for
 // services, the only jobs they act on), its entropy and the value.

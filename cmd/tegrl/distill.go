@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/distill"
+	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl"
+)
+
+func init() { addCommand(newDistillCmd) }
+
+// distillSummary is summary.json of tegrl distill.
+type distillSummary struct {
+	Command   string             `json:"command"`
+	Teacher   string             `json:"teacher"`
+	Config    distill.Config     `json:"config"`
+	Env       rl.EnvSpec         `json:"env"`
+	Decisions int                `json:"decisions"`
+	Log       []distill.Stats    `json:"log"`
+	Params    map[string]int     `json:"params"`
+	LatencyUS map[string]float64 `json:"network_latency_us"` // one decision's forward pass and sampling, featurisation excluded
+	EvalSeeds []uint64           `json:"eval_seeds,omitempty"`
+	Eval      []evalRow          `json:"eval,omitempty"`
+	// ReturnRatio is the teacher's mean slowdown over the student's on the
+	// held-out seeds (1: as good; the goal is >= 0.97).
+	ReturnRatio float64 `json:"return_ratio,omitempty"`
+}
+
+func newDistillCmd(a *app) *cobra.Command {
+	var teacherPath, out, evalSeeds string
+	var hidden, decisions, epochs int
+	var seed uint64
+	var jsonOut bool
+	spec := rl.EnvSpec{Machines: 96, Load: 0.9, Episode: 7200}
+	cmd := &cobra.Command{
+		Use:   "distill",
+		Short: "Distil a trained policy into a smaller student (KL at T=2 on placement, moment matching on the Beta heads, value)",
+		Long: `distill runs the teacher policy on training episodes (sampling, as in
+training), labels the decisions it visits with its outputs, and fits a
+smaller student with the same inputs and heads: T²·KL at temperature 2 on the
+placement distribution, squared error of the Beta heads' means and log
+concentrations, and the value. It writes DIR/policy.safetensors and
+DIR/summary.json (top-1 agreement, network latency of both, and the
+held-out comparison of teacher and student).`,
+		Example: `  tegrl distill --teacher docs/policies/small.safetensors --out runs/student`,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if teacherPath == "" || out == "" {
+				return fmt.Errorf("--teacher and --out are required")
+			}
+			path := teacherPath
+			if !strings.HasSuffix(path, ".safetensors") {
+				path = filepath.Join(path, "policy.safetensors")
+			}
+			payload, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			teacher, _, err := rl.LoadPolicy(payload)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			cfg := distill.DefaultConfig(teacher.Cfg)
+			cfg.Student.Hidden, cfg.Epochs, cfg.Seed = hidden, epochs, seed
+			ctx := cmd.Context()
+			s, err := distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000)
+			if err != nil {
+				return err
+			}
+			student, log, err := distill.Train(teacher, s, cfg)
+			if err != nil {
+				return err
+			}
+			sp, err := student.EncodeParams(map[string]string{"tegrl.distilled_from": teacherPath})
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(out, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, "policy.safetensors"), sp, 0o644); err != nil {
+				return err
+			}
+			sum := distillSummary{Command: report.CommandLine(a.argv), Teacher: teacherPath, Config: cfg, Env: spec,
+				Decisions: s.Len(), Log: log,
+				Params:    map[string]int{"teacher": teacher.Params().Count(), "student": student.Params().Count()},
+				LatencyUS: map[string]float64{"teacher": netLatency(teacher, s), "student": netLatency(student, s)}}
+			if evalSeeds != "" {
+				seeds, err := report.ParseSeeds(evalSeeds)
+				if err != nil {
+					return err
+				}
+				te, err := rl.PolicyEntry("teacher", payload)
+				if err != nil {
+					return err
+				}
+				se, err := rl.PolicyEntry("student", sp)
+				if err != nil {
+					return err
+				}
+				lv, _ := rl.BuiltinEntry("langevin")
+				runs, err := rl.Evaluate(ctx, spec.Config().Source, spec.Episode, seeds, []rl.EvalEntry{te, se, lv})
+				if err != nil {
+					return err
+				}
+				n := len(seeds)
+				for k, name := range []string{"teacher", "student", "langevin"} {
+					row := evalRow{Scheduler: name}
+					for _, r := range runs[k*n : (k+1)*n] {
+						m := r.Metrics
+						row.MeanSlowdown += m.MeanSlowdown / float64(n)
+						row.MeanJCTS += m.MeanJCTS / float64(n)
+						row.SLAViolationRate += m.SLAViolationRate / float64(n)
+						row.SafetyViolations += m.SafetyViolations
+						row.RewardMean += m.RewardMean / float64(n)
+						row.JobsCompleted += float64(m.JobsCompleted) / float64(n)
+					}
+					sum.Eval = append(sum.Eval, row)
+				}
+				sum.EvalSeeds, sum.ReturnRatio = seeds, sum.Eval[0].MeanSlowdown/sum.Eval[1].MeanSlowdown
+			}
+			js, err := json.MarshalIndent(sum, "", "  ")
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(out, "summary.json"), append(js, '\n'), 0o644); err != nil {
+				return err
+			}
+			if jsonOut {
+				_, err = fmt.Fprintf(a.stdout, "%s\n", js)
+				return err
+			}
+			last := log[len(log)-1]
+			fmt.Fprintf(a.stdout, "student (%d parameters, teacher %d) on %d decisions: top-1 agreement %.3f; network latency %.1f µs (teacher %.1f µs)\n",
+				sum.Params["student"], sum.Params["teacher"], s.Len(), last.Agreement, sum.LatencyUS["student"], sum.LatencyUS["teacher"])
+			for _, r := range sum.Eval {
+				fmt.Fprintf(a.stdout, "  %-8s slowdown %.3f  SLA viol %.2f%%  safety viol %d\n", r.Scheduler, r.MeanSlowdown, 100*r.SLAViolationRate, r.SafetyViolations)
+			}
+			if sum.ReturnRatio > 0 {
+				fmt.Fprintf(a.stdout, "  teacher/student slowdown ratio %.3f (goal >= 0.97)\n", sum.ReturnRatio)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&teacherPath, "teacher", "", "teacher policy (a policy file or train output folder)")
+	fl.StringVar(&out, "out", "", "output folder")
+	fl.IntVar(&hidden, "hidden", 8, "student width (the teacher's inputs, candidates and heads)")
+	fl.IntVar(&decisions, "decisions", 20000, "teacher decisions to learn from")
+	fl.IntVar(&epochs, "epochs", 20, "passes over them")
+	fl.Uint64Var(&seed, "seed", 1, "seed of the episodes, the student's initialisation and the minibatches")
+	fl.IntVar(&spec.Machines, "machines", spec.Machines, "machines of the synthetic training cluster")
+	fl.Float64Var(&spec.Load, "load", spec.Load, "offered load")
+	fl.Float64Var(&spec.Episode, "episode", spec.Episode, "simulated seconds per episode")
+	fl.StringVar(&evalSeeds, "eval-seeds", "101-110", "held-out seeds comparing teacher, student and langevin (\"\" skips)")
+	fl.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	return cmd
+}
+
+// netLatency is the mean wall time of one decision's forward pass and
+// sampling (featurisation excluded) over up to 2,000 collected decisions.
+func netLatency(p *rl.Policy, s *rl.Samples) float64 {
+	rng := rand.New(rand.NewPCG(1, 1))
+	n := min(s.Len(), 2000)
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		p.Sample(s, i, rng, true)
+	}
+	return float64(time.Since(start).Microseconds()) / float64(max(1, n))
+}

@@ -1,0 +1,56 @@
+package distill
+
+import (
+	"context"
+	"testing"
+
+	"github.com/tegrl/tegrl/rl"
+)
+
+// TestDistill: a width-4 student trained on a teacher's decisions agrees
+// with it more than a fresh one does, and its loss falls; same seed, same
+// student.
+func TestDistill(t *testing.T) {
+	tcfg := rl.PolicyConfig{Candidates: 8, Hidden: 16, DampingMax: 2, ReplicaZeroBias: 4}
+	teacher, err := rl.NewPolicy(tcfg, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A teacher with decided preferences: scale its scorer up.
+	for i := 0; i < teacher.Params().Len(); i++ {
+		if teacher.Params().Name(i) == "score.1.weight" {
+			for k := range teacher.Params().At(i).Data {
+				teacher.Params().At(i).Data[k] *= 300
+			}
+		}
+	}
+	spec := rl.EnvSpec{Machines: 32, Load: 0.9, Episode: 1800}
+	s, err := Collect(context.Background(), teacher, spec, 600, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig(tcfg)
+	cfg.Student.Hidden, cfg.Epochs = 4, 8
+	fresh, _ := rl.NewPolicy(cfg.Student, cfg.Seed)
+	before := Agreement(teacher, fresh, s)
+	student, log, err := Train(teacher, s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, last := log[0], log[len(log)-1]
+	t.Logf("agreement %.3f (fresh) -> %.3f; KL %.4f -> %.4f", before, last.Agreement, first.KL, last.KL)
+	if !(last.Agreement > before) || !(last.KL < first.KL) {
+		t.Fatalf("the student did not learn: fresh %.3f, %+v -> %+v", before, first, last)
+	}
+	again, _, _ := Train(teacher, s, cfg)
+	a, _ := student.EncodeParams(nil)
+	b, _ := again.EncodeParams(nil)
+	if string(a) != string(b) {
+		t.Fatal("same seed, different student")
+	}
+	bad := cfg
+	bad.Student.Candidates = 16
+	if _, _, err := Train(teacher, s, bad); err == nil {
+		t.Fatal("a student with another candidate count was accepted")
+	}
+}
