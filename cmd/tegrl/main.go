@@ -69,6 +69,7 @@ Commands available today:
              pods that never finish and compare allocation and fragmentation
   train      learn a policy: PPO + V-trace with actors over NATS, or offline
              from recorded runs (--offline)
+  distill    distil a trained policy into a smaller student
   actor      an actor process for a train learner on a NATS server
   broker     a stand-alone NATS server (JetStream, token auth) for training
   ab         paired A/B comparison of two schedulers or policies, with
