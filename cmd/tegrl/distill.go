@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/distill"
+	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -36,7 +37,7 @@ type distillSummary struct {
 }
 
 func newDistillCmd(a *app) *cobra.Command {
-	var teacherPath, out, evalSeeds string
+	var teacherPath, out, evalSeeds, data string
 	var hidden, decisions, epochs int
 	var seed uint64
 	var jsonOut bool
@@ -72,8 +73,30 @@ held-out comparison of teacher and student).`,
 			cfg := distill.DefaultConfig(teacher.Cfg)
 			cfg.Student.Hidden, cfg.Epochs, cfg.Seed = hidden, epochs, seed
 			ctx := cmd.Context()
-			s, err := distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000)
-			if err != nil {
+			var s *rl.Samples
+			if data != "" {
+				// Offline: the decisions of recorded runs, re-created as in
+				// train --offline and labelled by the teacher.
+				var od rl.OfflineData
+				for _, dir := range strings.Split(data, ",") {
+					t, err := replay.Open(strings.TrimSpace(dir))
+					if err != nil {
+						return err
+					}
+					spec := t.Config.SchedulerSpec
+					if spec == "" {
+						spec = t.Config.Scheduler
+					}
+					mk, err := schedulerFactory(spec)
+					if err != nil {
+						return fmt.Errorf("%s: %w", dir, err)
+					}
+					if err := rl.LoadRecording(t, mk(), teacher, 0.99, 1, &od); err != nil {
+						return err
+					}
+				}
+				s = &od.S
+			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000); err != nil {
 				return err
 			}
 			student, log, err := distill.Train(teacher, s, cfg)
@@ -90,7 +113,7 @@ held-out comparison of teacher and student).`,
 			if err := os.WriteFile(filepath.Join(out, "policy.safetensors"), sp, 0o644); err != nil {
 				return err
 			}
-			sum := distillSummary{Command: report.CommandLine(a.argv), Teacher: teacherPath, Config: cfg, Env: spec,
+			sum := distillSummary{Command: report.CommandLine(a.argv), Teacher: teacherPath, Config: cfg, Env: spec, Data: data,
 				Decisions: s.Len(), Log: log,
 				Params:    map[string]int{"teacher": teacher.Params().Count(), "student": student.Params().Count()},
 				LatencyUS: map[string]float64{"teacher": netLatency(teacher, s), "student": netLatency(student, s)}}
@@ -156,6 +179,7 @@ held-out comparison of teacher and student).`,
 	fl.StringVar(&out, "out", "", "output folder")
 	fl.IntVar(&hidden, "hidden", 8, "student width (the teacher's inputs, candidates and heads)")
 	fl.IntVar(&decisions, "decisions", 20000, "teacher decisions to learn from")
+	fl.StringVar(&data, "data", "", "learn from the decisions of recorded runs (tegrl dataset record folders, comma-separated) instead of the teacher's own episodes")
 	fl.IntVar(&epochs, "epochs", 20, "passes over them")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the episodes, the student's initialisation and the minibatches")
 	fl.IntVar(&spec.Machines, "machines", spec.Machines, "machines of the synthetic training cluster")
