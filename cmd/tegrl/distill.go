@@ -23,6 +23,7 @@ func init() { addCommand(newDistillCmd) }
 type distillSummary struct {
 	Command   string             `json:"command"`
 	Teacher   string             `json:"teacher"`
+	Data      string             `json:"data,omitempty"` // recordings learned from (else the teacher\'s episodes)
 	Config    distill.Config     `json:"config"`
 	Env       rl.EnvSpec         `json:"env"`
 	Decisions int                `json:"decisions"`
