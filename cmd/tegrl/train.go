@@ -53,6 +53,7 @@ type trainFlags struct {
 	offline    string
 	offMethod  string
 	offEpochs  int
+	awrBeta    float64
 	init       string
 	replicas   bool
 	jsonOut    bool
@@ -120,6 +121,7 @@ Presets:
 	fl.StringVar(&f.offline, "offline", "", "learn offline from recordings of tegrl dataset record (comma-separated folders) instead of online")
 	fl.StringVar(&f.offMethod, "offline-method", "bc", "offline method: bc (behaviour cloning) or awr (advantage-weighted regression)")
 	fl.IntVar(&f.offEpochs, "offline-epochs", 10, "passes over the offline data")
+	fl.Float64Var(&f.awrBeta, "awr-beta", 1, "AWR temperature β on normalised advantages (smaller: greedier)")
 	fl.StringVar(&f.init, "init", "", "start from this policy (a policy file or train output folder of the same shape), e.g. an offline one")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
 	return cmd
@@ -348,7 +350,7 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		a.log.Info("offline recording", "dir", dir, "scheduler", spec, "decisions", data.Len())
 	}
 	ocfg := rl.DefaultOfflineConfig()
-	ocfg.Method, ocfg.Epochs, ocfg.Seed = f.offMethod, f.offEpochs, cfg.Seed
+	ocfg.Method, ocfg.Epochs, ocfg.Seed, ocfg.Beta = f.offMethod, f.offEpochs, cfg.Seed, f.awrBeta
 	if f.lr > 0 {
 		ocfg.LR = f.lr
 	}
