@@ -149,3 +149,61 @@ func TestReadingDoesNotChangeARun(t *testing.T) {
 		t.Fatalf("reading changed the run:\n%s\n%s", a, b)
 	}
 }
+
+// twoViews observes each decision in full and pending-only and compares.
+type twoViews struct {
+	Langevin
+	t         *testing.T
+	full, pen Tensors
+	n         int
+}
+
+func (p *twoViews) Decide(obs *Observation, rng *rand.Rand) Action {
+	p.pen.PendingOnly = true
+	obs.FillTensors(&p.full)
+	obs.FillTensors(&p.pen)
+	eq := func(name string, a, b []float32) {
+		if len(a) != len(b) {
+			p.t.Fatalf("decision %d: %s lengths %d and %d", p.n, name, len(a), len(b))
+		}
+		for i := range a {
+			if a[i] != b[i] {
+				p.t.Fatalf("decision %d: %s[%d] = %v in full, %v pending-only", p.n, name, i, a[i], b[i])
+			}
+		}
+	}
+	eq("machine", p.full.Machine, p.pen.Machine)
+	eq("gpu", p.full.GPU, p.pen.GPU)
+	eq("history", p.full.History, p.pen.History)
+	eq("global", p.full.Global, p.pen.Global)
+	eq("pending", p.full.Pending, p.pen.Pending)
+	for i := range p.full.Mask {
+		if p.full.Mask[i] != p.pen.Mask[i] {
+			p.t.Fatalf("decision %d: mask[%d] differs", p.n, i)
+		}
+	}
+	if p.pen.Jobs != 1 || p.pen.PendingRow != 0 || p.pen.Edges[RelRunsOnMachine].Len() != 0 {
+		p.t.Fatalf("pending-only: %d job rows, pending row %d, %d runs-on edges", p.pen.Jobs, p.pen.PendingRow, p.pen.Edges[RelRunsOnMachine].Len())
+	}
+	p.n++
+	return p.Langevin.Decide(obs, rng)
+}
+
+// TestPendingOnlyObservation: a pending-only refresh has every block but
+// the running jobs exactly as a full one, decision after decision.
+func TestPendingOnlyObservation(t *testing.T) {
+	c, _ := NewSyntheticCluster(48, 6)
+	cfg := DefaultWorkload
+	cfg.Horizon = 1800
+	w, _ := NewSyntheticWorkload(c, cfg, 6)
+	p := &twoViews{t: t}
+	teg := GovernorTEG("langevin")
+	sim, err := NewSim(c, w, p, SimConfig{Seed: 6, Duration: 1800, TEG: &teg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Run()
+	if p.n < 50 {
+		t.Fatalf("%d decisions checked", p.n)
+	}
+}

@@ -510,6 +510,31 @@ type Edges struct {
 // Len is the number of edges.
 func (e *Edges) Len() int { return len(e.Src) }
 
+// fillPendingOnly writes the pending job's row alone: no running job
+// rows, no runs-on edges (PendingOnly).
+func (t *Tensors) fillPendingOnly(s *Sim, pending *Job) {
+	t.PendingRow, t.Jobs = -1, 0
+	clear(t.Pending)
+	for _, r := range []Relation{RelRunsOnMachine, RelRunsOnGPU} {
+		e := &t.Edges[r]
+		e.Src, e.Dst, e.Feat = e.Src[:0], e.Dst[:0], e.Feat[:0]
+	}
+	t.jobsOK = false // the next full refresh must not copy rows from here
+	if pending == nil {
+		t.Job, t.JobID = t.Job[:0], t.JobID[:0]
+		return
+	}
+	var rec *jobRec
+	if id := pending.ID; id >= 0 && id < len(s.jobs) && s.jobs[id].state == queued {
+		rec = &s.jobs[id]
+	}
+	t.Job, t.JobID = obsGrow(t.Job, JobFeatures), obsGrow(t.JobID, 1)
+	t.fillJob(s, t.Job, pending, rec)
+	copy(t.Pending, t.Job)
+	t.JobID[0] = int32(pending.ID)
+	t.PendingRow, t.Jobs = 0, 1
+}
+
 // Tensors is the observation in the flat layout of docs/observation.md.
 // All matrices are row-major float32. Sim.Observe refreshes a Tensors in
 // place: the first call sizes the buffers and builds the static parts
@@ -521,6 +546,13 @@ func (e *Edges) Len() int { return len(e.Src) }
 // machines' jobs can be copied from the previous refresh.
 type Tensors struct {
 	Machines, GPUs, Jobs int // rows of the node matrices
+
+	// PendingOnly, set by the caller, skips the running jobs: the job
+	// matrix then holds the pending job alone and the runs-on relations are
+	// empty; everything else is as in a full refresh. A policy that reads
+	// machines, history, mask, global features and the pending job saves
+	// the largest part of a refresh (one row per running job).
+	PendingOnly bool
 
 	Machine []float32 // [Machines × MachineFeatures], row i is machine i
 	// GPU rows follow the machines' order, each machine's devices in index
@@ -898,6 +930,10 @@ func (t *Tensors) fillHistory(s *Sim) {
 // only with time, which has not moved either): the refreshes between one
 // tick's decisions then cost a copy, not a walk over every job record.
 func (t *Tensors) fillJobs(s *Sim, pending *Job, same bool) {
+	if t.PendingOnly {
+		t.fillPendingOnly(s, pending)
+		return
+	}
 	n := s.nrunning
 	t.PendingRow = -1
 	if pending != nil {

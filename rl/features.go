@@ -33,6 +33,7 @@ type Featurizer struct {
 // the decision is outside a TEG simulation or no machine admits the job.
 func (f *Featurizer) Append(d Decision, s *Samples) bool {
 	obs := d.Obs
+	f.t.PendingOnly = true // the rows of running jobs are not features
 	if obs == nil || !obs.FillTensors(&f.t) {
 		return false
 	}
