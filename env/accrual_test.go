@@ -207,3 +207,71 @@ func TestPendingOnlyObservation(t *testing.T) {
 		t.Fatalf("%d decisions checked", p.n)
 	}
 }
+
+// sparseViews compares a sparse refresh on langevin's candidates with a
+// full one at every decision.
+type sparseViews struct {
+	Langevin
+	t         *testing.T
+	full, spr Tensors
+	cand      []int
+	n         int
+}
+
+func (p *sparseViews) Decide(obs *Observation, rng *rand.Rand) Action {
+	draw := rand.New(rand.NewPCG(uint64(p.n), 1))
+	p.cand = obs.TEG.Candidates(&obs.Req, 8, draw, p.cand[:0])
+	obs.FillTensors(&p.full)
+	obs.FillSparse(&p.spr, p.cand, obs.TEG.Draws)
+	row := func(name string, a, b []float32, i, w int) {
+		for k := i * w; k < (i+1)*w; k++ {
+			if a[k] != b[k] {
+				p.t.Fatalf("decision %d machine %d: %s column %d = %v full, %v sparse", p.n, i, name, k-i*w, a[k], b[k])
+			}
+		}
+	}
+	for _, i := range p.cand {
+		row("machine", p.full.Machine, p.spr.Machine, i, MachineFeatures)
+		row("history", p.full.History, p.spr.History, i, HistoryLen*HistoryChannels)
+		if p.full.Mask[i] != p.spr.Mask[i] {
+			p.t.Fatalf("decision %d: mask of candidate %d differs", p.n, i)
+		}
+	}
+	admitted := 0
+	for _, ok := range p.spr.Mask {
+		if ok {
+			admitted++
+		}
+	}
+	if admitted != len(p.cand) { // Candidates returns admitting machines only
+		p.t.Fatalf("decision %d: %d mask entries set for %d candidates", p.n, admitted, len(p.cand))
+	}
+	row("pending", p.full.Pending, p.spr.Pending, 0, JobFeatures)
+	for k := range p.full.Global {
+		if k != oGPUFrag && k != oFeasible && p.full.Global[k] != p.spr.Global[k] {
+			p.t.Fatalf("decision %d: global %d = %v full, %v sparse", p.n, k, p.full.Global[k], p.spr.Global[k])
+		}
+	}
+	p.n++
+	return p.Langevin.Decide(obs, rng)
+}
+
+// TestSparseObservation: a sparse refresh gives the candidates the rows,
+// history and mask a full refresh gives them, and the same global vector
+// but for its two estimates.
+func TestSparseObservation(t *testing.T) {
+	c, _ := NewSyntheticCluster(64, 8)
+	cfg := DefaultWorkload
+	cfg.Horizon = 1800
+	w, _ := NewSyntheticWorkload(c, cfg, 8)
+	p := &sparseViews{t: t}
+	teg := GovernorTEG("langevin")
+	sim, err := NewSim(c, w, p, SimConfig{Seed: 8, Duration: 1800, TEG: &teg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim.Run()
+	if p.n < 50 {
+		t.Fatalf("%d decisions checked", p.n)
+	}
+}

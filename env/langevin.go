@@ -14,7 +14,9 @@ type TEGView struct {
 	Field *Field
 	// Damping is the global damping D; Phi the order parameter.
 	Damping, Phi float64
-	sim          *Sim
+	// Draws is how many machines the last Candidates call examined.
+	Draws int
+	sim   *Sim
 }
 
 func (v *TEGView) refresh() {
@@ -235,7 +237,9 @@ func (v *TEGView) Candidates(r *Request, d int, rng *rand.Rand, dst []int) []int
 	}
 	pool := v.sim.eligible(r)
 	start := len(dst)
+	v.Draws = 0
 	for k := 0; k < 2*d && len(dst)-start < d; k++ {
+		v.Draws++
 		var c int
 		if k%2 == 0 && len(cold) > 0 {
 			c = int(cold[rng.IntN(len(cold))])

@@ -554,6 +554,12 @@ type Tensors struct {
 	// the largest part of a refresh (one row per running job).
 	PendingOnly bool
 
+	// Sparse refreshes (Sim.ObserveSparse) touch the candidates only.
+	sparse         bool
+	sparseFeasible float32
+	sparseSet      []int32 // mask entries a sparse refresh set
+	maskWide       bool    // a full refresh may have set any mask entry
+
 	Machine []float32 // [Machines × MachineFeatures], row i is machine i
 	// GPU rows follow the machines' order, each machine's devices in index
 	// order (the numbering of the PCIe, NVLink and runs-on relations).
@@ -695,7 +701,96 @@ func (s *Sim) Observe(t *Tensors, pending *Job) {
 	t.fillJobs(s, pending, same)
 	t.fresh, t.now, t.field, t.fieldTick = true, s.now, f, f.Tick
 	t.fillMask(s, pending)
+	t.sparse, t.maskWide = false, true
 	t.fillGlobal(s, f, pending)
+}
+
+// ObserveSparse refreshes t for pending on the machines cand only, in
+// O(len(cand)) whatever the cluster size: their machine and GPU rows,
+// their load history and their mask entries (every other machine's mask
+// entry is false, and the other rows are stale), the pending job alone as
+// in PendingOnly, and the global vector with two estimates: the GPU
+// fragmentation total as of the simulator's last fragmentation sample, and
+// the feasible share as admitted/draws (the share of the draws that found
+// an admitting machine, as the langevin candidate draw reports it in
+// TEGView.Draws). A policy that reads its candidates' rows only sees the
+// same rows as after a full refresh. A later Observe refreshes everything.
+func (s *Sim) ObserveSparse(t *Tensors, pending *Job, cand []int, draws int) {
+	s.hist.on = true
+	if t.cluster != s.c {
+		t.rebuild(s)
+	}
+	if t.sim != s {
+		t.sim = s
+		for i := range t.fragVer {
+			t.fragVer[i] = s.state.M[i].Ver - 1
+		}
+	}
+	t.fresh, t.histOK, t.jobsOK = false, false, false // a full refresh starts over
+	f := s.visibleField()
+	st := s.state
+	if t.maskWide {
+		clear(t.Mask)
+		t.maskWide = false
+	} else {
+		for _, i := range t.sparseSet {
+			t.Mask[i] = false
+		}
+	}
+	t.sparseSet = t.sparseSet[:0]
+	admitted := 0
+	if pending != nil {
+		t.req = st.Request(pending)
+	}
+	for _, i := range cand {
+		t.fillMachine(s, f, i)
+		row := t.Machine[i*MachineFeatures : (i+1)*MachineFeatures]
+		row[mCold] = 0
+		for _, l := range [2][]int32{f.Cold, f.ColdGPU} {
+			for _, c := range l {
+				if int(c) == i {
+					row[mCold] = 1
+				}
+			}
+		}
+		t.fillHistoryRow(s, i)
+		if pending != nil && st.Admit(i, &t.req) {
+			t.Mask[i] = true
+			t.sparseSet = append(t.sparseSet, int32(i))
+			admitted++
+		}
+	}
+	t.gen++
+	t.fillPendingOnly(s, pending)
+	t.sparse, t.sparseFeasible = true, 0
+	if draws > 0 {
+		t.sparseFeasible = float32(float64(admitted) / float64(draws))
+	}
+	t.fillGlobal(s, f, pending)
+}
+
+// FillSparse is ObserveSparse for the job being decided, from the
+// simulation behind o; false outside a simulation.
+func (o *Observation) FillSparse(t *Tensors, cand []int, draws int) bool {
+	if o.TEG == nil || o.TEG.sim == nil {
+		return false
+	}
+	o.TEG.sim.ObserveSparse(t, o.Job, cand, draws)
+	return true
+}
+
+// fillHistoryRow copies machine i's load history (fillHistory for one
+// machine).
+func (t *Tensors) fillHistoryRow(s *Sim, i int) {
+	h := &s.hist
+	n := len(s.c.Machines)
+	const C = HistoryChannels
+	pad := HistoryLen - h.count
+	clear(t.History[i*HistoryLen*C : (i*HistoryLen+pad)*C])
+	for k := pad; k < HistoryLen; k++ {
+		frame := (h.head - (HistoryLen - k) + HistoryLen) % HistoryLen
+		copy(t.History[(i*HistoryLen+k)*C:(i*HistoryLen+k+1)*C], h.buf[(frame*n+i)*C:(frame*n+i+1)*C])
+	}
 }
 
 // rebuild sizes the buffers for s's cluster and writes everything that
@@ -1131,9 +1226,13 @@ func (t *Tensors) fillGlobal(s *Sim, f *Field, pending *Job) {
 		g[oTokenSupply] = float32(s.tok.supply() / b)
 	}
 	frag := 0.0
-	for i := range t.frag {
-		if st.M[i].Up {
-			frag += t.frag[i]
+	if t.sparse {
+		frag = s.frag // the total as of the last fragmentation sample
+	} else {
+		for i := range t.frag {
+			if st.M[i].Up {
+				frag += t.frag[i]
+			}
 		}
 	}
 	if st.CapCPU > 0 {
@@ -1163,6 +1262,10 @@ func (t *Tensors) fillGlobal(s *Sim, f *Field, pending *Job) {
 	g[oHistoryValid] = float32(s.hist.count) / HistoryLen
 	if pending != nil {
 		g[oPending] = 1
+		if t.sparse {
+			g[oFeasible] = t.sparseFeasible
+			return
+		}
 		k := 0
 		for _, ok := range t.Mask {
 			if ok {

@@ -16,6 +16,13 @@ const (
 	energyClip = 20.0
 )
 
+// SparseAbove is the cluster size above which a decision refreshes only its
+// candidates' rows (env.Sim.ObserveSparse), so that it costs O(K) however
+// large the cluster: candidates are then always drawn, and two global
+// features are estimates (see ObserveSparse). Up to it, every machine that
+// admits the job is a candidate when there are at most K of them.
+const SparseAbove = 256
+
 // Featurizer turns a Decision into a policy sample. It keeps the
 // observation tensors between decisions, so that refreshes are
 // incremental (see env.Tensors).
@@ -33,35 +40,42 @@ type Featurizer struct {
 // the decision is outside a TEG simulation or no machine admits the job.
 func (f *Featurizer) Append(d Decision, s *Samples) bool {
 	obs := d.Obs
-	f.t.PendingOnly = true // the rows of running jobs are not features
-	if obs == nil || !obs.FillTensors(&f.t) {
+	if obs == nil || obs.TEG == nil {
 		return false
 	}
-	t := &f.t
 	K := s.K
 	f.cand = f.cand[:0]
-	n := 0
-	for _, ok := range t.Mask {
-		if ok {
-			n++
-		}
-	}
-	if n <= K {
-		for i, ok := range t.Mask {
-			if ok {
-				f.cand = append(f.cand, i)
-			}
+	sparse := len(obs.State.M) > SparseAbove
+	if sparse {
+		// O(K): draw the candidates first, then refresh only their rows.
+		f.cand = obs.TEG.Candidates(&obs.Req, K, d.RNG, f.cand)
+		f.force(K)
+		if len(f.cand) == 0 || !obs.FillSparse(&f.t, f.cand, obs.TEG.Draws) {
+			return false
 		}
 	} else {
-		f.cand = obs.TEG.Candidates(&obs.Req, K, d.RNG, f.cand)
-	}
-	if f.Force >= 0 && !containsNode(f.cand, f.Force) {
-		if len(f.cand) == K {
-			f.cand[K-1] = f.Force
-		} else {
-			f.cand = append(f.cand, f.Force)
+		f.t.PendingOnly = true // the rows of running jobs are not features
+		if !obs.FillTensors(&f.t) {
+			return false
 		}
+		n := 0
+		for _, ok := range f.t.Mask {
+			if ok {
+				n++
+			}
+		}
+		if n <= K {
+			for i, ok := range f.t.Mask {
+				if ok {
+					f.cand = append(f.cand, i)
+				}
+			}
+		} else {
+			f.cand = obs.TEG.Candidates(&obs.Req, K, d.RNG, f.cand)
+		}
+		f.force(K)
 	}
+	t := &f.t
 	if len(f.cand) == 0 {
 		return false
 	}
@@ -129,6 +143,19 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		s.Service[j] = 1
 	}
 	return true
+}
+
+// force puts the Force machine among the candidates (in place of the last
+// one when there are K already).
+func (f *Featurizer) force(K int) {
+	if f.Force < 0 || containsNode(f.cand, f.Force) {
+		return
+	}
+	if len(f.cand) == K {
+		f.cand[K-1] = f.Force
+	} else {
+		f.cand = append(f.cand, f.Force)
+	}
 }
 
 func containsNode(xs []int, x int) bool {
