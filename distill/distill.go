@@ -131,7 +131,7 @@ func Train(teacher *rl.Policy, s *rl.Samples, cfg Config) (*rl.Policy, []Stats, 
 	if !(cfg.Temperature > 0) || cfg.Epochs < 1 || cfg.Minibatch < 1 || !(cfg.LR > 0) {
 		return nil, nil, fmt.Errorf("distill: config %+v out of range", cfg)
 	}
-	n, K := s.Len(), s.K
+	n := s.Len()
 	if n == 0 {
 		return nil, nil, fmt.Errorf("distill: no decisions")
 	}
@@ -142,6 +142,13 @@ func Train(teacher *rl.Policy, s *rl.Samples, cfg Config) (*rl.Policy, []Stats, 
 	if err != nil {
 		return nil, nil, err
 	}
+	out, err := fit(teacher, student, s, cfg)
+	return student, out, err
+}
+
+// fit trains student on s towards teacher's outputs for cfg.Epochs.
+func fit(teacher, student *rl.Policy, s *rl.Samples, cfg Config) ([]Stats, error) {
+	n, K := s.Len(), s.K
 	lab := label(teacher, s, cfg.Temperature)
 	opt := nn.NewAdam(student.Params(), cfg.LR)
 	tp := nn.NewTape[float32]()
@@ -200,7 +207,7 @@ func Train(teacher *rl.Policy, s *rl.Samples, cfg Config) (*rl.Policy, []Stats, 
 		st.Agreement = Agreement(teacher, student, s)
 		out = append(out, st)
 	}
-	return student, out, nil
+	return out, nil
 }
 
 // Agreement is the share of decisions in s where the student's most likely

@@ -38,7 +38,9 @@ type distillSummary struct {
 }
 
 func newDistillCmd(a *app) *cobra.Command {
-	var teacherPath, out, evalSeeds, data string
+	var teacherPath, out, evalSeeds, data, natsURL string
+	var online, useNATS bool
+	var rounds int
 	var hidden, decisions, epochs int
 	var seed uint64
 	var jsonOut bool
@@ -75,7 +77,20 @@ held-out comparison of teacher and student).`,
 			cfg.Student.Hidden, cfg.Epochs, cfg.Seed = hidden, epochs, seed
 			ctx := cmd.Context()
 			var s *rl.Samples
-			if data != "" {
+			var student *rl.Policy
+			var log []distill.Stats
+			if online {
+				// The student acts; its decisions come back over NATS (or
+				// channels), are labelled by the teacher and refit it.
+				ocfg := distill.OnlineConfig{Config: cfg, Env: spec, Rounds: rounds, Decisions: decisions / rounds / 100 * 100,
+					SegmentLen: 100, RunID: "distill", NATSURL: natsURL, UseNATS: useNATS}
+				if student, log, err = distill.Online(ctx, teacher, ocfg); err != nil {
+					return err
+				}
+				if s, err = distill.Collect(ctx, student, spec, min(decisions, 5000), seed*1_000_003+3_000_000); err != nil {
+					return err
+				}
+			} else if data != "" {
 				// Offline: the decisions of recorded runs, re-created as in
 				// train --offline and labelled by the teacher.
 				var od rl.OfflineData
@@ -100,9 +115,10 @@ held-out comparison of teacher and student).`,
 			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000); err != nil {
 				return err
 			}
-			student, log, err := distill.Train(teacher, s, cfg)
-			if err != nil {
-				return err
+			if student == nil {
+				if student, log, err = distill.Train(teacher, s, cfg); err != nil {
+					return err
+				}
 			}
 			sp, err := student.EncodeParams(map[string]string{"tegrl.distilled_from": teacherPath})
 			if err != nil {
@@ -180,6 +196,10 @@ held-out comparison of teacher and student).`,
 	fl.StringVar(&out, "out", "", "output folder")
 	fl.IntVar(&hidden, "hidden", 8, "student width (the teacher's inputs, candidates and heads)")
 	fl.IntVar(&decisions, "decisions", 20000, "teacher decisions to learn from")
+	fl.BoolVar(&online, "online", false, "online: the student acts and learns on the states it visits, labelled by the teacher, over NATS")
+	fl.IntVar(&rounds, "rounds", 5, "online rounds (act, label, refit)")
+	fl.BoolVar(&useNATS, "online-nats", true, "online: move the student's decisions over NATS (false: in-process channels)")
+	fl.StringVar(&natsURL, "nats", "", "online: NATS server URL (default: an embedded server)")
 	fl.StringVar(&data, "data", "", "learn from the decisions of recorded runs (tegrl dataset record folders, comma-separated) instead of the teacher's own episodes")
 	fl.IntVar(&epochs, "epochs", 20, "passes over them")
 	fl.Uint64Var(&seed, "seed", 1, "seed of the episodes, the student's initialisation and the minibatches")

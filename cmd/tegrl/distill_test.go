@@ -31,3 +31,18 @@ func TestDistillCommand(t *testing.T) {
 		t.Fatalf("the student as a scheduler: %v\n%s", err, stderr)
 	}
 }
+
+// TestDistillOnlineCommand: --online runs the act-label-refit loop over an
+// embedded NATS server.
+func TestDistillOnlineCommand(t *testing.T) {
+	out, stderr, err := run(t, "distill", "--teacher", "../../docs/policies/small.safetensors", "--online", "--rounds", "2",
+		"--decisions", "400", "--epochs", "2", "--machines", "24", "--episode", "900", "--eval-seeds", "", "--out", t.TempDir(),
+		"--json", "--log-level", "warn")
+	if err != nil {
+		t.Fatalf("distill --online: %v\n%s", err, stderr)
+	}
+	var sum distillSummary
+	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Log) != 2 {
+		t.Fatalf("summary (%v): %s", err, out)
+	}
+}
