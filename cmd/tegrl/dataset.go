@@ -163,13 +163,12 @@ same bytes.`,
 // recordFlags are the flags of `tegrl dataset record`: simulate's cluster,
 // workload, run and TEG switch flags, plus the output.
 type recordFlags struct {
-	scheduler, cluster, workload, duration, out, runID string
-	machines, ticks, maxInstances, batchRows           int
-	tick, load, compress, mtbf                         float64
-	seed                                               uint64
-	episode                                            int32
-	jsonOut                                            bool
-	teg                                                simulateFlags // the TEG switches; tegFor reads them
+	runSource
+	scheduler, out, runID string
+	batchRows             int
+	episode               int32
+	jsonOut               bool
+	teg                   simulateFlags // the TEG switches; tegFor reads them
 }
 
 func newDatasetRecordCmd(a *app) *cobra.Command {
@@ -228,32 +227,9 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 		return err
 	}
 	sched := newSched()
-	cs, err := env.ParseClusterSpec(f.cluster)
+	c, w, cfg, err := f.build()
 	if err != nil {
 		return err
-	}
-	cs.Machines, cs.Seed = f.machines, f.seed
-	ws, err := env.ParseWorkloadSpec(f.workload)
-	if err != nil {
-		return err
-	}
-	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
-	c, err := cs.Load()
-	if err != nil {
-		return fmt.Errorf("load cluster: %w", err)
-	}
-	w, err := ws.Load(c)
-	if err != nil {
-		return fmt.Errorf("load workload: %w", err)
-	}
-	cfg := env.SimConfig{Seed: f.seed, Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
-	switch {
-	case f.duration != "":
-		if cfg.Duration, err = parseSeconds(f.duration); err != nil {
-			return err
-		}
-	case ws.Source == "synthetic":
-		cfg.Duration = ws.Config.Horizon
 	}
 	teg, err := f.teg.tegFor(sched)
 	if err != nil {

@@ -17,9 +17,9 @@ import (
 	"github.com/tegrl/tegrl/env"
 )
 
-// simulateFlags are the flags of `tegrl simulate`.
-type simulateFlags struct {
-	schedulers   string
+// runSource are the flags that say what to simulate and for how long,
+// shared by simulate and dataset record.
+type runSource struct {
 	machines     int
 	cluster      string
 	workload     string
@@ -31,7 +31,47 @@ type simulateFlags struct {
 	compress     float64
 	maxInstances int
 	mtbf         float64
-	jsonOut      bool
+}
+
+// build builds the cluster, the workload and the run's configuration
+// (without its TEG part).
+func (f *runSource) build() (*env.Cluster, *env.Workload, env.SimConfig, error) {
+	var cfg env.SimConfig
+	cs, err := env.ParseClusterSpec(f.cluster)
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	cs.Machines, cs.Seed = f.machines, f.seed
+	ws, err := env.ParseWorkloadSpec(f.workload)
+	if err != nil {
+		return nil, nil, cfg, err
+	}
+	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
+	c, err := cs.Load()
+	if err != nil {
+		return nil, nil, cfg, fmt.Errorf("load cluster: %w", err)
+	}
+	w, err := ws.Load(c)
+	if err != nil {
+		return nil, nil, cfg, fmt.Errorf("load workload: %w", err)
+	}
+	cfg = env.SimConfig{Seed: f.seed, Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
+	switch {
+	case f.duration != "":
+		if cfg.Duration, err = parseSeconds(f.duration); err != nil {
+			return nil, nil, cfg, err
+		}
+	case ws.Source == "synthetic":
+		cfg.Duration = ws.Config.Horizon
+	}
+	return c, w, cfg, nil
+}
+
+// simulateFlags are the flags of `tegrl simulate`.
+type simulateFlags struct {
+	runSource
+	schedulers string
+	jsonOut    bool
 
 	// TEG switches ("" = the scheduler's default) and parameters.
 	safety, moves, controller, tokens, contention string
@@ -190,32 +230,9 @@ func runSimulate(a *app, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
-	cs, err := env.ParseClusterSpec(f.cluster)
+	c, w, cfg, err := f.build()
 	if err != nil {
 		return err
-	}
-	cs.Machines, cs.Seed = f.machines, f.seed
-	ws, err := env.ParseWorkloadSpec(f.workload)
-	if err != nil {
-		return err
-	}
-	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
-	c, err := cs.Load()
-	if err != nil {
-		return fmt.Errorf("load cluster: %w", err)
-	}
-	w, err := ws.Load(c)
-	if err != nil {
-		return fmt.Errorf("load workload: %w", err)
-	}
-	cfg := env.SimConfig{Seed: f.seed, Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
-	switch {
-	case f.duration != "":
-		if cfg.Duration, err = parseSeconds(f.duration); err != nil {
-			return err
-		}
-	case ws.Source == "synthetic":
-		cfg.Duration = ws.Config.Horizon
 	}
 	a.log.Info("simulate", "cluster", f.cluster, "machines", len(c.Machines), "gpus", c.TotalGPUs(),
 		"workload", w.Name, "jobs", len(w.Jobs), "schedulers", strings.Join(names, ","), "duration_s", cfg.Duration)
