@@ -695,6 +695,26 @@ func checkArray(a arrow.Array) error {
 // every index valid, so a panic here is a bug of this package; it still
 // becomes an error naming the file and batch, not a crash, and the fuzz
 // tests look for its message.
+// advance reads the next batch and decodes it with decode; it reports
+// false at the end of the file or on an error, which it keeps in *errp
+// (and then stays false: the readers' Next).
+func (r *batchReader) advance(errp *error, decode func(arrow.RecordBatch) error) bool {
+	if *errp != nil {
+		return false
+	}
+	rec, err := r.nextBatch()
+	if err == nil {
+		err = r.decodeSafely(func() error { return decode(rec) })
+	}
+	if err != nil {
+		if err != io.EOF {
+			*errp = err
+		}
+		return false
+	}
+	return true
+}
+
 func (r *batchReader) decodeSafely(decode func() error) error {
 	err := safely(internalError, decode)
 	var de *DataError

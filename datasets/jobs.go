@@ -244,17 +244,7 @@ func (r *JobsReader) Metadata() map[string]string { return r.br.meta }
 // Next loads the next batch; it returns false at the end of the file or
 // on an error (see Err).
 func (r *JobsReader) Next() bool {
-	if r.err != nil {
-		return false
-	}
-	rec, err := r.br.nextBatch()
-	if err == nil {
-		err = r.br.decodeSafely(func() error { return r.decode(rec) })
-	}
-	if err != nil {
-		if err != io.EOF {
-			r.err = err
-		}
+	if !r.br.advance(&r.err, r.decode) {
 		r.batch = r.batch[:0]
 		return false
 	}

@@ -595,17 +595,7 @@ func (r *TransitionsReader) NumBatches() int { return r.br.NumBatches() }
 // Next loads the next batch; it returns false at the end of the file or
 // on an error (see Err).
 func (r *TransitionsReader) Next() bool {
-	if r.err != nil {
-		return false
-	}
-	rec, err := r.br.nextBatch()
-	if err == nil {
-		err = r.br.decodeSafely(func() error { return r.decode(rec) })
-	}
-	if err != nil {
-		if err != io.EOF {
-			r.err = err
-		}
+	if !r.br.advance(&r.err, r.decode) {
 		r.batch = r.batch[:0]
 		return false
 	}

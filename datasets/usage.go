@@ -190,17 +190,7 @@ func NewUsageReader(name string, r ReadAtSeeker, opt ReaderOptions) (*UsageReade
 // Next loads the next batch; it returns false at the end of the file or
 // on an error (see Err).
 func (r *UsageReader) Next() bool {
-	if r.err != nil {
-		return false
-	}
-	rec, err := r.br.nextBatch()
-	if err == nil {
-		err = r.br.decodeSafely(func() error { return r.decode(rec) })
-	}
-	if err != nil {
-		if err != io.EOF {
-			r.err = err
-		}
+	if !r.br.advance(&r.err, r.decode) {
 		r.batch = r.batch[:0]
 		return false
 	}
