@@ -61,11 +61,7 @@ held-out comparison of teacher and student).`,
 			if teacherPath == "" || out == "" {
 				return fmt.Errorf("--teacher and --out are required")
 			}
-			path := teacherPath
-			if !strings.HasSuffix(path, ".safetensors") {
-				path = filepath.Join(path, "policy.safetensors")
-			}
-			payload, err := os.ReadFile(path)
+			payload, path, err := readPolicyFile(teacherPath)
 			if err != nil {
 				return err
 			}
@@ -154,17 +150,7 @@ held-out comparison of teacher and student).`,
 				}
 				n := len(seeds)
 				for k, name := range []string{"teacher", "student", "langevin"} {
-					row := evalRow{Scheduler: name}
-					for _, r := range runs[k*n : (k+1)*n] {
-						m := r.Metrics
-						row.MeanSlowdown += m.MeanSlowdown / float64(n)
-						row.MeanJCTS += m.MeanJCTS / float64(n)
-						row.SLAViolationRate += m.SLAViolationRate / float64(n)
-						row.SafetyViolations += m.SafetyViolations
-						row.RewardMean += m.RewardMean / float64(n)
-						row.JobsCompleted += float64(m.JobsCompleted) / float64(n)
-					}
-					sum.Eval = append(sum.Eval, row)
+					sum.Eval = append(sum.Eval, evalRowOf(name, runs[k*n:(k+1)*n]))
 				}
 				sum.EvalSeeds, sum.ReturnRatio = seeds, sum.Eval[0].MeanSlowdown/sum.Eval[1].MeanSlowdown
 			}

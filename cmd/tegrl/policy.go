@@ -25,14 +25,21 @@ func init() {
 	})
 }
 
-// loadPolicyFactory reads and checks a policy once; each instance gets its
-// own copy of the network and runs it greedily (the evaluation mode).
-func loadPolicyFactory(spec string) (func() env.Scheduler, error) {
+// readPolicyFile reads a policy given as a policy.safetensors file or the
+// train output folder that holds one; it returns the bytes and the path.
+func readPolicyFile(spec string) ([]byte, string, error) {
 	path := spec
 	if !strings.HasSuffix(spec, ".safetensors") {
 		path = filepath.Join(spec, "policy.safetensors")
 	}
-	payload, err := os.ReadFile(path)
+	b, err := os.ReadFile(path)
+	return b, path, err
+}
+
+// loadPolicyFactory reads and checks a policy once; each instance gets its
+// own copy of the network and runs it greedily (the evaluation mode).
+func loadPolicyFactory(spec string) (func() env.Scheduler, error) {
+	payload, path, err := readPolicyFile(spec)
 	if err != nil {
 		return nil, err
 	}

@@ -171,6 +171,23 @@ type evalRow struct {
 	JobsCompleted    float64 `json:"jobs_completed"`
 }
 
+// evalRowOf averages one scheduler's runs over their seeds (safety
+// violations are summed).
+func evalRowOf(name string, runs []rl.EvalRun) evalRow {
+	row := evalRow{Scheduler: name}
+	n := float64(len(runs))
+	for _, r := range runs {
+		m := r.Metrics
+		row.MeanSlowdown += m.MeanSlowdown / n
+		row.MeanJCTS += m.MeanJCTS / n
+		row.SLAViolationRate += m.SLAViolationRate / n
+		row.SafetyViolations += m.SafetyViolations
+		row.RewardMean += m.RewardMean / n
+		row.JobsCompleted += float64(m.JobsCompleted) / n
+	}
+	return row
+}
+
 // paired is the policy's mean slowdown against a reference, paired by seed.
 type paired struct {
 	RefSlowdown    float64 `json:"ref_mean_slowdown"`
@@ -228,11 +245,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	}
 	cfg.Resume = f.resume
 	if f.init != "" {
-		path := f.init
-		if !strings.HasSuffix(path, ".safetensors") {
-			path = filepath.Join(path, "policy.safetensors")
-		}
-		if cfg.Init, err = os.ReadFile(path); err != nil {
+		if cfg.Init, _, err = readPolicyFile(f.init); err != nil {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
@@ -444,16 +457,7 @@ func evalPolicy(ctx context.Context, sum *trainSummary, payload []byte, src rl.S
 	sum.Paired = map[string]paired{}
 	for k, e := range entries {
 		rs := runs[k*n : (k+1)*n]
-		row := evalRow{Scheduler: e.Name}
-		for _, r := range rs {
-			m := r.Metrics
-			row.MeanSlowdown += m.MeanSlowdown / float64(n)
-			row.MeanJCTS += m.MeanJCTS / float64(n)
-			row.SLAViolationRate += m.SLAViolationRate / float64(n)
-			row.SafetyViolations += m.SafetyViolations
-			row.RewardMean += m.RewardMean / float64(n)
-			row.JobsCompleted += float64(m.JobsCompleted) / float64(n)
-		}
+		row := evalRowOf(e.Name, rs)
 		sum.Eval = append(sum.Eval, row)
 		if k == 0 {
 			continue
