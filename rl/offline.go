@@ -111,8 +111,8 @@ func LoadRecording(t *replay.Trace, sched env.Scheduler, pol *Policy, gamma, sca
 		if err != nil {
 			return err
 		}
-		if k, ok := sameMetrics(got, t.RecordedMetrics); !ok {
-			return fmt.Errorf("offline %s: the re-run did not reproduce the recording (%s differs); was it recorded by another build?", t.Dir, k)
+		if !bytes.Equal(got, t.RecordedMetrics) {
+			return fmt.Errorf("offline %s: the re-run did not reproduce the recording (metrics differ); was it recorded by another build?", t.Dir)
 		}
 	}
 	n := data.Len()
@@ -124,35 +124,6 @@ func LoadRecording(t *replay.Trace, sched env.Scheduler, pol *Policy, gamma, sca
 	}
 	data.Episodes++
 	return nil
-}
-
-// sameMetrics compares two metrics objects: equal strings and counts,
-// and floats within 1e-9 relative. (Featurising the decisions reads the
-// GPU fragmentation of candidate machines, which refreshes the simulator's
-// per-machine cache at other times than the recorded run did; the
-// fragmentation averages can then differ in their last bit, never the
-// decisions.) It returns the first key that differs.
-func sameMetrics(a, b []byte) (string, bool) {
-	var x, y map[string]any
-	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil || len(x) != len(y) {
-		return "the metrics object", bytes.Equal(a, b)
-	}
-	for k, u := range x {
-		v, ok := y[k]
-		if !ok {
-			return k, false
-		}
-		fu, oku := u.(float64)
-		fv, okv := v.(float64)
-		if oku && okv {
-			if math.Abs(fu-fv) > 1e-9*max(1, math.Abs(fu), math.Abs(fv)) {
-				return k, false
-			}
-		} else if u != v {
-			return k, false
-		}
-	}
-	return "", true
 }
 
 // OfflineConfig configures learning from recorded decisions.
