@@ -88,7 +88,7 @@ func BenchmarkDecide(b *testing.B) {
 
 // warmSim returns a simulation of n synthetic machines at load after an
 // hour of simulated time, with sched under its governor's defaults.
-func warmSim(b *testing.B, n int, load float64, sched string) *Sim {
+func warmSim(b testing.TB, n int, load float64, sched string) *Sim {
 	b.Helper()
 	c, err := NewSyntheticCluster(n, 1)
 	if err != nil {

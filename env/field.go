@@ -34,7 +34,7 @@ type fieldRing struct {
 
 // newField allocates a snapshot for n machines and r racks.
 func newField(n, r, cold int) *Field {
-	return &Field{V: make([]float32, n), Cold: make([]int32, 0, cold), ColdGPU: make([]int32, 0, cold), Rho: make([]float32, 3*n),
+	return &Field{V: make([]float32, n), Cold: make([]int32, 0, cold), ColdGPU: make([]int32, 0, cold), Rho: hugeSlice[float32](3 * n),
 		Kappa: make([]float32, r), Pi: make([]float32, r)}
 }
 

@@ -17,6 +17,7 @@ type TEGView struct {
 	// Draws is how many machines the last Candidates call examined.
 	Draws int
 	sim   *Sim
+	pre   []int // the first draws of Candidates
 }
 
 func (v *TEGView) refresh() {
@@ -209,7 +210,7 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 		return Wait // outside a TEG simulation there is no field
 	}
 	r := &obs.Req
-	p.cand = v.Candidates(r, v.Config.PlaceCandidates, rng, p.cand[:0])
+	p.cand = v.candidates(obs.Job, r, v.Config.PlaceCandidates, rng, p.cand[:0])
 	p.e = p.e[:0]
 	for _, c := range p.cand {
 		p.e = append(p.e, v.Energy(obs.Job, r, c))
@@ -230,32 +231,95 @@ func (p *Langevin) Decide(obs *Observation, rng *rand.Rand) Action {
 // It is the O(d) candidate set of the langevin scheduler, shared by the
 // learned policies so that their decisions cost O(1) in cluster size too.
 func (v *TEGView) Candidates(r *Request, d int, rng *rand.Rand, dst []int) []int {
+	return v.candidates(nil, r, d, rng, dst)
+}
+
+// candidates is Candidates; j, when not nil, is the job whose energies
+// will be computed next, and its record is loaded with the candidates'.
+func (v *TEGView) candidates(j *Job, r *Request, d int, rng *rand.Rand, dst []int) []int {
 	s := v.sim.state
 	cold := v.Field.Cold
 	if r.GPUs > 0 {
 		cold = v.Field.ColdGPU
 	}
 	pool := v.sim.eligible(r)
+	// draw is the k-th draw: even draws from the cold list, odd ones
+	// uniform; ok is false when there is nothing to draw from.
+	draw := func(k int) (c int, ok bool) {
+		switch {
+		case k%2 == 0 && len(cold) > 0:
+			return int(cold[rng.IntN(len(cold))]), true
+		case pool == nil:
+			return rng.IntN(len(s.M)), true // every machine: skip the identity lookup
+		case len(pool) > 0:
+			return int(pool[rng.IntN(len(pool))]), true
+		}
+		return 0, false
+	}
+	// The draws are made in rounds: while n more machines are needed, the
+	// next n draws happen whatever the checks find (each check admits at
+	// most one), so they are drawn first, in the same order from the same
+	// stream, and what the checks read of them is loaded in one pass. On a
+	// large cluster each candidate misses the cache; independent loads
+	// overlap where the checks' dependent branches would serialise them.
 	start := len(dst)
 	v.Draws = 0
-	for k := 0; k < 2*d && len(dst)-start < d; k++ {
-		v.Draws++
-		var c int
-		if k%2 == 0 && len(cold) > 0 {
-			c = int(cold[rng.IntN(len(cold))])
-		} else if pool == nil {
-			c = rng.IntN(len(s.M)) // every machine: skip the identity lookup
-		} else if len(pool) > 0 {
-			c = int(pool[rng.IntN(len(pool))])
-		} else {
+	for k := 0; k < 2*d && len(dst)-start < d; {
+		n := min(d-(len(dst)-start), 2*d-k)
+		pre, ran := v.pre[:0], false
+		for len(pre) < n {
+			c, ok := draw(k + len(pre))
+			if !ok {
+				ran = true
+				break
+			}
+			pre = append(pre, c)
+		}
+		v.pre = pre
+		v.sim.touch(pre, j, r, v.Field)
+		j = nil
+		for _, c := range pre {
+			k++
+			v.Draws++
+			if !s.Admit(c, r) || containsInt(dst[start:], c) {
+				continue
+			}
+			dst = append(dst, c)
+		}
+		if ran {
+			v.Draws++ // the draw that found nothing to draw from
 			break
 		}
-		if !s.Admit(c, r) || containsInt(dst[start:], c) {
-			continue
-		}
-		dst = append(dst, c)
 	}
 	return dst
+}
+
+// touch loads the cache lines a candidate check reads of each machine (its
+// State record, both lines of its hot record, its field ρ, its rack's
+// field and power and, for a GPU request, its GPU slots), and the record
+// of job j if not nil, so that their misses overlap; the sum only keeps
+// the loads from being optimised away.
+func (s *Sim) touch(ms []int, j *Job, r *Request, f *Field) {
+	var sum float64
+	if j != nil {
+		sum = float64(s.jobs[j.ID].state)
+	}
+	for _, c := range ms {
+		h := &s.ld.hot[c]
+		sum += float64(s.state.M[c].FreeCPU) + h.a + h.fc.val + float64(f.Rho[3*c])
+	}
+	for _, c := range ms {
+		rk := s.ld.hot[c].rack
+		sum += float64(f.Kappa[rk]+f.Pi[rk]) + s.ld.rackPower[rk]
+	}
+	if r.GPUs > 0 {
+		for _, c := range ms {
+			if gs := s.state.GPUs(c); len(gs) > 0 {
+				sum += float64(gs[0])
+			}
+		}
+	}
+	s.touchSink = sum
 }
 
 // eligibleKey is what decides which machines could ever hold a request.

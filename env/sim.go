@@ -252,6 +252,7 @@ type Sim struct {
 	// Candidate pools of the langevin scheduler (see eligible).
 	eligibleCache map[eligibleKey][]int32
 	fragTmp       []int32
+	touchSink     float64 // keeps touch's loads alive
 	ctl           controller
 	tok           tokens
 
@@ -303,7 +304,7 @@ func NewSim(c *Cluster, w *Workload, sched Scheduler, cfg SimConfig) (*Sim, erro
 		rngSched:  rand.New(rand.NewPCG(cfg.Seed, 0x7465672d73636864)), // "teg-schd"
 		rngFail:   rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6661696c)), // "teg-fail"
 		rngTEG:    rand.New(rand.NewPCG(cfg.Seed, 0x7465672d6c616e67)), // "teg-lang"
-		jobs:      make([]jobRec, len(w.Jobs)),
+		jobs:      hugeSlice[jobRec](len(w.Jobs)),
 		onMach:    make([][]int32, n),
 		onMachBuf: make([]int32, n*onMachCap),
 		ld:        newLoads(c),

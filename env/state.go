@@ -108,7 +108,7 @@ func NewState(c *Cluster, seed uint64) *State {
 	n := len(c.Machines)
 	s := &State{
 		C:       c,
-		M:       make([]MachineState, n),
+		M:       hugeSlice[MachineState](n),
 		gpuBase: make([]int32, n+1),
 		classes: make([]int32, n*numGPUClasses),
 	}

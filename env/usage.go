@@ -124,7 +124,7 @@ type machStatic struct {
 func newLoads(c *Cluster) loads {
 	n, r := len(c.Machines), len(c.Racks)
 	l := loads{
-		cpuUse: make([]float64, n), hot: make([]machHot, n), alarmVer: make([]uint32, n),
+		cpuUse: make([]float64, n), hot: hugeSlice[machHot](n), alarmVer: make([]uint32, n),
 		rackTraffic: make([]float64, r), rackPower: make([]float64, r), rackV: make([]float64, r),
 		power: make([]float64, n), barrierPower: make([]float64, n),
 	}
