@@ -565,3 +565,47 @@ func TestBestFitSingleFeasible(t *testing.T) {
 		t.Fatalf("bestfit chose %d, want 2", a.Node)
 	}
 }
+
+// TestFGDRank: Rank's first machine is FGD's choice, its list is sorted
+// by score then priority, and it holds the k best of all admitted machines.
+func TestFGDRank(t *testing.T) {
+	c, w := loadGPUTrace(t)
+	g := c.GPUMachines()
+	s := NewState(g, 3)
+	s.Target = NewTargetWorkload(w.Jobs, s)
+	var f, rk FGD
+	rng := rand.New(rand.NewPCG(1, 2))
+	var ranked []Ranked
+	for n, j := range w.Jobs[:400] {
+		obs := Observation{State: s, Job: &w.Jobs[n], Req: s.Request(&j), Queue: 1}
+		a := f.Decide(&obs, rng)
+		ranked = rk.Rank(&obs, 8, ranked[:0])
+		if a.Node < 0 {
+			if len(ranked) != 0 {
+				t.Fatalf("pod %d: FGD waits but Rank has %v", n, ranked)
+			}
+			continue
+		}
+		if ranked[0].Machine != a.Node || ranked[0].GPU != a.GPU {
+			t.Fatalf("pod %d: Rank's first %+v, FGD chose %d GPU %d", n, ranked[0], a.Node, a.GPU)
+		}
+		admitted := 0
+		for i := range s.M {
+			if s.Admit(i, &obs.Req) {
+				admitted++
+			}
+		}
+		if len(ranked) != min(8, admitted) {
+			t.Fatalf("pod %d: %d ranked of %d admitted", n, len(ranked), admitted)
+		}
+		for k := 1; k < len(ranked); k++ {
+			a, b := ranked[k-1], ranked[k]
+			if a.Score < b.Score || a.Score == b.Score && s.M[a.Machine].Prio > s.M[b.Machine].Prio {
+				t.Fatalf("pod %d: ranks %d and %d out of order: %v", n, k-1, k, ranked)
+			}
+		}
+		if _, err := s.allocate(a.Node, &obs.Req, a.GPU); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -65,6 +65,69 @@ func (p *FGD) reset(s *State, tw *TargetWorkload) {
 // Decide implements Scheduler.
 func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 	s, r := obs.State, &obs.Req
+	entries := p.scores(obs)
+	best, bestScore, bestPrio, bestGPU := -1, int32(math.MinInt32), int32(math.MaxInt32), -1
+	for i := range s.M {
+		if !s.Admit(i, r) {
+			continue
+		}
+		e := p.entry(entries, s, i, r)
+		if e.score > bestScore || (e.score == bestScore && s.M[i].Prio < bestPrio) {
+			best, bestScore, bestPrio, bestGPU = i, e.score, s.M[i].Prio, int(e.gpu)
+		}
+	}
+	if best < 0 {
+		return Wait
+	}
+	return Place(best, bestGPU)
+}
+
+// Ranked is a machine with its FGD score for a request: int(100·σ(Δ/1000))
+// of the fragmentation decrease Δ (fgd-protocol.md), and for a share
+// request the GPU that score is for (-1 otherwise).
+type Ranked struct {
+	Machine, Score, GPU int
+}
+
+// Rank appends to dst the k admitted machines FGD scores best for obs's
+// request, best first (ties by the run's machine priority, as FGD breaks
+// them): FGD's choice is the first. It costs what a decision costs, one
+// pass over the machines with cached scores.
+func (p *FGD) Rank(obs *Observation, k int, dst []Ranked) []Ranked {
+	s, r := obs.State, &obs.Req
+	entries := p.scores(obs)
+	start := len(dst)
+	worse := func(a, b Ranked) bool { // a ranks after b
+		return a.Score < b.Score || (a.Score == b.Score && s.M[a.Machine].Prio > s.M[b.Machine].Prio)
+	}
+	for i := range s.M {
+		if !s.Admit(i, r) {
+			continue
+		}
+		e := p.entry(entries, s, i, r)
+		c := Ranked{Machine: i, Score: int(e.score), GPU: int(e.gpu)}
+		top := dst[start:]
+		if len(top) == k && (k == 0 || !worse(top[k-1], c)) {
+			continue
+		}
+		if len(top) < k {
+			dst = append(dst, c)
+			top = dst[start:]
+		}
+		// Insertion into the sorted top k.
+		j := len(top) - 1
+		for ; j > 0 && worse(top[j-1], c); j-- {
+			top[j] = top[j-1]
+		}
+		top[j] = c
+	}
+	return dst
+}
+
+// scores returns the score cache of obs's request shape, resetting the
+// cache when the state or the target workload changed.
+func (p *FGD) scores(obs *Observation) []fgdEntry {
+	s, r := obs.State, &obs.Req
 	tw := s.Target
 	if tw == nil {
 		// No typical workload given: measure fragmentation against the job
@@ -84,25 +147,18 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 		p.shapes[key] = si
 		p.cache = append(p.cache, make([]fgdEntry, len(s.M)))
 	}
-	entries := p.cache[si]
-	best, bestScore, bestPrio, bestGPU := -1, int32(math.MinInt32), int32(math.MaxInt32), -1
-	for i := range s.M {
-		if !s.Admit(i, r) {
-			continue
-		}
-		e := &entries[i]
-		if e.ver != s.M[i].Ver+1 {
-			sc, g := p.score(s, i, r)
-			*e = fgdEntry{ver: s.M[i].Ver + 1, score: int32(sc), gpu: int8(g)}
-		}
-		if e.score > bestScore || (e.score == bestScore && s.M[i].Prio < bestPrio) {
-			best, bestScore, bestPrio, bestGPU = i, e.score, s.M[i].Prio, int(e.gpu)
-		}
+	return p.cache[si]
+}
+
+// entry returns machine i's cached score entry, recomputed if its version
+// moved.
+func (p *FGD) entry(entries []fgdEntry, s *State, i int, r *Request) *fgdEntry {
+	e := &entries[i]
+	if e.ver != s.M[i].Ver+1 {
+		sc, g := p.score(s, i, r)
+		*e = fgdEntry{ver: s.M[i].Ver + 1, score: int32(sc), gpu: int8(g)}
 	}
-	if best < 0 {
-		return Wait
-	}
-	return Place(best, bestGPU)
+	return e
 }
 
 // baseFrag returns F_n(M) of machine i now, cached by version.

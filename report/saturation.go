@@ -131,7 +131,10 @@ func Summarize(runs []env.SaturationRun) (SaturationSummary, error) {
 type SaturationConfig struct {
 	Cluster    *env.Cluster // the machines to fill (the protocol uses GPU machines only)
 	Trace      []env.Job    // the pod trace; also defines the target workload
-	Schedulers []string     // names for env.NewScheduler
+	Schedulers []string     // names for env.NewScheduler, or for New
+	// New, if set, makes a fresh scheduler for a name of Schedulers (a
+	// policy file, say); nil means env.NewScheduler.
+	New func(name string) (env.Scheduler, error)
 	Seeds      []uint64
 	Tune       float64 // arrivals stop at Tune x GPU capacity (protocol: 1.3)
 	// Workers is the number of runs at once; <= 0 means runtime.GOMAXPROCS.
@@ -159,8 +162,11 @@ func RunSaturation(ctx context.Context, cfg SaturationConfig) ([][]env.Saturatio
 	if !(cfg.Tune > 0) || math.IsInf(cfg.Tune, 0) {
 		return nil, fmt.Errorf("run saturation: tune %v must be a positive number", cfg.Tune)
 	}
+	if cfg.New == nil {
+		cfg.New = env.NewScheduler
+	}
 	for _, name := range cfg.Schedulers {
-		if _, err := env.NewScheduler(name); err != nil {
+		if _, err := cfg.New(name); err != nil {
 			return nil, fmt.Errorf("run saturation: %w", err)
 		}
 	}
@@ -175,7 +181,7 @@ func RunSaturation(ctx context.Context, cfg SaturationConfig) ([][]env.Saturatio
 	err := forEach(ctx, n, cfg.Workers, func(k int) error {
 		i, si := k/len(seeds), k%len(seeds)
 		// A fresh scheduler per run: schedulers keep caches.
-		sched, err := env.NewScheduler(cfg.Schedulers[i])
+		sched, err := cfg.New(cfg.Schedulers[i])
 		start := time.Now()
 		var run env.SaturationRun
 		if err == nil {

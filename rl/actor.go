@@ -223,6 +223,7 @@ func (a *Actor) Run(ctx context.Context) error {
 		a.seg.Steps.CopyFrom(&a.one, 0)
 		i := a.seg.Len() - 1
 		act, logp, value := a.pol.Sample(&a.seg.Steps, i, a.rng, false)
+		act = a.pol.feat.placeGPU(act)
 		var r float64
 		var done bool
 		d, r, done = a.step(act)
@@ -267,8 +268,13 @@ func quiet(err error) error {
 }
 
 func (a *Actor) finishEpisode() {
-	m := a.env.Sim().Metrics()
 	a.episode++
+	if a.env.Sim() == nil { // a saturation episode
+		run := a.env.SaturationRun()
+		a.seg.Episodes = append(a.seg.Episodes, EpisodeResult{Seed: a.seed, Return: a.epRet, Steps: a.epSteps, Completed: run.Pods - run.Dropped})
+		return
+	}
+	m := a.env.Sim().Metrics()
 	a.seg.Episodes = append(a.seg.Episodes, EpisodeResult{
 		Seed: a.seed, Return: a.epRet, Steps: a.epSteps, MeanSlowdown: m.MeanSlowdown, SLAViolation: m.SLAViolationRate,
 		Reward: m.RewardMean, Success: m.RewardSuccess, Energy: m.RewardEnergy, Latency: m.RewardLatency,

@@ -40,10 +40,17 @@ type EnvSpec struct {
 	RewardScale float64 `json:"reward_scale"`
 	Baseline    string  `json:"reward_baseline"`
 	MTBF        float64 `json:"mtbf_s"` // 0: the simulator's default; < 0: no failures
+	// Saturate, when set, makes the environment the FGD saturation
+	// experiment instead of the time-stepped cluster (the other fields but
+	// RewardScale are then unused).
+	Saturate *SaturateSpec `json:"saturate,omitempty"`
 }
 
 // Config returns the environment configuration of the spec.
 func (s EnvSpec) Config() ClusterEnvConfig {
+	if s.Saturate != nil {
+		return ClusterEnvConfig{Saturation: s.Saturate.Load, RewardScale: s.RewardScale}
+	}
 	return ClusterEnvConfig{Source: SyntheticSource(s.Machines, s.Load, s.Episode), Duration: s.Episode,
 		Reward: s.Reward, RewardScale: s.RewardScale, Baseline: s.Baseline, MTBF: s.MTBF}
 }
@@ -79,6 +86,10 @@ type ClusterEnvConfig struct {
 	// the raw slowdown, cancels out (an input-driven baseline, Mao et al.
 	// ICLR 2019).
 	Baseline string
+	// Saturation, when set, makes each episode a run of the FGD
+	// saturation experiment on the workload it returns (see SaturateSpec);
+	// Source is then unused.
+	Saturation func() (*SaturationWorkload, error)
 }
 
 // LearnedTEG is the TEG configuration a learned policy runs under: the
@@ -115,11 +126,18 @@ type ClusterEnv struct {
 	halt   bool
 	last   env.Accrual
 	dec    Decision
+
+	// A saturation episode's state, outcome and allocation at the last
+	// decision.
+	satState *env.State
+	satRun   env.SaturationRun
+	satErr   error
+	lastUsed int64
 }
 
 // NewClusterEnv checks cfg and returns an environment; Reset starts it.
 func NewClusterEnv(cfg ClusterEnvConfig) (*ClusterEnv, error) {
-	if cfg.Source == nil {
+	if cfg.Source == nil && cfg.Saturation == nil {
 		return nil, fmt.Errorf("cluster env: no source")
 	}
 	switch cfg.Reward {
@@ -181,6 +199,9 @@ func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
 	if e.stop != nil {
 		e.stop()
 	}
+	if e.cfg.Saturation != nil {
+		return e.resetSaturation(seed)
+	}
 	c, w, err := e.cfg.Source(seed)
 	if err != nil {
 		return Decision{}, fmt.Errorf("cluster env seed %d: %w", seed, err)
@@ -236,6 +257,9 @@ func (e *ClusterEnv) Step(a env.Action) (Decision, float64, bool) {
 // baseline's over the same simulated time when there is one (at the end of
 // the episode, over the baseline's whole run).
 func (e *ClusterEnv) reward(end bool) float64 {
+	if e.cfg.Saturation != nil {
+		return e.satReward()
+	}
 	r := e.gain(e.sim.Accrued(), &e.last)
 	if e.base != nil {
 		for !e.base.Done() && (end || e.base.Now() < e.sim.Now()) {

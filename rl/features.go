@@ -34,12 +34,19 @@ type Featurizer struct {
 	// (offline learning from another scheduler's decisions: its choice
 	// must be one the policy could make). -1 in normal use.
 	Force int
+	// Saturation selects the saturation features (appendSaturation).
+	Saturation bool
+	fgd        env.FGD
+	ranked     []env.Ranked
 }
 
 // Append adds d's sample to s and reports whether there is one: false when
 // the decision is outside a TEG simulation or no machine admits the job.
 func (f *Featurizer) Append(d Decision, s *Samples) bool {
 	obs := d.Obs
+	if obs != nil && f.Saturation {
+		return f.appendSaturation(d, s)
+	}
 	if obs == nil || obs.TEG == nil {
 		return false
 	}

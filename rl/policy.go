@@ -54,7 +54,14 @@ type PolicyConfig struct {
 	// in the entropy the learner's bonus rewards (the placement head's
 	// counts fully).
 	AuxEntropy float64 `json:"aux_entropy"`
+	// Features names the featurisation: "" (the TEG cluster's, for the
+	// time-stepped simulation) or FeaturesSaturation (the FGD saturation
+	// experiment's; see appendSaturation).
+	Features string `json:"features,omitempty"`
 }
+
+// FeaturesSaturation is PolicyConfig.Features for the saturation preset.
+const FeaturesSaturation = "saturate"
 
 // DefaultPolicyConfig: 16 candidates (the langevin governor's d), width
 // 32, damping in [0, 2], no entropy bonus on the auxiliary heads.
@@ -63,6 +70,9 @@ func DefaultPolicyConfig() PolicyConfig {
 }
 
 func (c *PolicyConfig) validate() error {
+	if c.Features != "" && c.Features != FeaturesSaturation {
+		return fmt.Errorf("policy config: features %q, want \"\" or %q", c.Features, FeaturesSaturation)
+	}
 	if c.Candidates < 1 || c.Candidates > 4096 || c.Hidden < 1 || c.Hidden > 4096 {
 		return fmt.Errorf("policy config: candidates %d, hidden %d out of range [1, 4096]", c.Candidates, c.Hidden)
 	}
@@ -124,6 +134,7 @@ func NewPolicy(cfg PolicyConfig, seed uint64) (*Policy, error) {
 	p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
 	p.one.K = cfg.Candidates
 	p.feat.Force = -1
+	p.feat.Saturation = cfg.Features == FeaturesSaturation
 	return p, nil
 }
 
@@ -221,7 +232,7 @@ func (p *Policy) Act(d Decision, rng *rand.Rand, greedy bool) (a env.Action, log
 		return env.Wait, 0, 0, false
 	}
 	a, logp, value = p.Sample(s, 0, rng, greedy)
-	return a, logp, value, true
+	return p.feat.placeGPU(a), logp, value, true
 }
 
 // Sample draws the hybrid action for sample i of s, stores it there and

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -92,7 +93,7 @@ results do not depend on it.`,
 }
 
 func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
-	schedulers, err := report.ParseSchedulers(f.schedulers)
+	schedulers, newSched, err := saturationSchedulers(f.schedulers)
 	if err != nil {
 		return fmt.Errorf("--scheduler: %w", err)
 	}
@@ -139,7 +140,7 @@ func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
 	bar := newProgress(a.stderr, len(schedulers)*len(seeds), "saturate")
 	busy := map[string]time.Duration{}
 	runs, err := report.RunSaturation(cmd.Context(), report.SaturationConfig{
-		Cluster: cluster, Trace: w.Jobs, Schedulers: schedulers, Seeds: seeds, Tune: f.tune, Workers: f.workers,
+		Cluster: cluster, Trace: w.Jobs, Schedulers: schedulers, New: newSched, Seeds: seeds, Tune: f.tune, Workers: f.workers,
 		OnRun: func(r env.SaturationRun, d time.Duration) {
 			busy[r.Scheduler] += d
 			log.Debug("run done", "scheduler", r.Scheduler, "seed", r.Seed, "pods", r.Pods, "dropped", r.Dropped,
@@ -215,4 +216,46 @@ func checkTrace(flag, path string) error {
 		return fmt.Errorf("%s %s: is a directory, want the CSV file", flag, path)
 	}
 	return nil
+}
+
+// saturationSchedulers parses --scheduler: built-in names (or "all") and
+// policy files (a saturation policy of tegrl train --preset saturate, or
+// any policy), and returns the constructor RunSaturation calls by name.
+func saturationSchedulers(spec string) ([]string, func(string) (env.Scheduler, error), error) {
+	var names, builtin []string
+	factories := map[string]func() env.Scheduler{}
+	for name := range strings.SplitSeq(spec, ",") {
+		name = strings.TrimSpace(name)
+		if name == "all" || name == "" || slices.Contains(env.SchedulerNames, name) {
+			builtin = append(builtin, name)
+			continue
+		}
+		mk, err := schedulerFactory(name)
+		if err != nil {
+			return nil, nil, fmt.Errorf("scheduler list %q: %w", spec, err)
+		}
+		if _, dup := factories[name]; dup {
+			return nil, nil, fmt.Errorf("scheduler list %q: %q named twice", spec, name)
+		}
+		factories[name] = mk
+	}
+	if len(builtin) > 0 {
+		b, err := report.ParseSchedulers(strings.Join(builtin, ","))
+		if err != nil {
+			return nil, nil, err
+		}
+		names = b
+	}
+	// Policies after the built-ins, in the order given.
+	for name := range strings.SplitSeq(spec, ",") {
+		if name = strings.TrimSpace(name); factories[name] != nil && !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names, func(name string) (env.Scheduler, error) {
+		if mk := factories[name]; mk != nil {
+			return mk(), nil
+		}
+		return env.NewScheduler(name)
+	}, nil
 }

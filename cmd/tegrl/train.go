@@ -42,6 +42,8 @@ type trainFlags struct {
 	load       float64
 	episode    float64
 	evalSeeds  string
+	nodes      string
+	pods       string
 	evalRefs   string
 	lr         float64
 	candidates int
@@ -81,8 +83,14 @@ Presets:
   small   a 96-machine synthetic cluster with bursty AI jobs at 90% load,
           two-hour episodes, slowdown reward relative to langevin on the
           same seed; 1M decisions, batches of 2,000, lr 1e-3 (about 15
-          minutes on 2 cores)`,
+          minutes on 2 cores)
+  saturate  the FGD saturation experiment on the Alibaba GPU trace
+          (--nodes, --pods): an episode is one seed's pod sequence, each pod
+          a decision among the 8 machines FGD scores best, the reward the
+          GPUs each decision allocates; 300k decisions, γ 0.999; evaluated
+          with tegrl saturate against fgd and bestfit on seeds 42-51`,
 		Example: `  tegrl train --preset small --out runs/small
+  tegrl train --preset saturate --out runs/saturate
   tegrl broker --listen 127.0.0.1:4222 &
   tegrl train --preset small --nats nats://127.0.0.1:4222 --actors 0 --out runs/dist &
   tegrl actor --nats nats://127.0.0.1:4222 --id 1 & tegrl actor --nats nats://127.0.0.1:4222 --id 2`,
@@ -92,7 +100,7 @@ Presets:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.preset, "preset", "small", "training preset: small")
+	fl.StringVar(&f.preset, "preset", "small", "training preset: small or saturate")
 	fl.StringVar(&f.out, "out", "", "output directory (required)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the network initialisation, the actors' episodes and the minibatches")
 	fl.IntVar(&f.actors, "actors", 1, "in-process actors (0: only remote tegrl actor processes); on 2 cores one actor keeps the learner busy")
@@ -108,7 +116,9 @@ Presets:
 	fl.IntVar(&f.machines, "machines", 0, "machines of the synthetic cluster (0: the preset's)")
 	fl.Float64Var(&f.load, "load", 0, "offered load (0: the preset's)")
 	fl.Float64Var(&f.episode, "episode", 0, "simulated seconds per episode (0: the preset's)")
-	fl.StringVar(&f.evalSeeds, "eval-seeds", "101-110", "held-out seeds of the final evaluation (\"\" skips it)")
+	fl.StringVar(&f.evalSeeds, "eval-seeds", "101-110", "held-out seeds of the final evaluation (\"\" skips it; --preset saturate: 42-51 unless given)")
+	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "--preset saturate: Alibaba GPU trace node table (nodes.csv)")
+	fl.StringVar(&f.pods, "pods", defaultGPUPods, "--preset saturate: Alibaba GPU trace pod table (pods.csv)")
 	fl.StringVar(&f.evalRefs, "eval-ref", "langevin,kube,bestfit,fgd", "schedulers the policy is compared with")
 	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
 	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
@@ -141,8 +151,17 @@ func presetFor(name string) (trainPreset, error) {
 			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 1_000_000, PPO: ppo, Policy: rl.DefaultPolicyConfig(),
 				Env: rl.EnvSpec{Machines: 96, Load: 0.9, Episode: 7200, Reward: rl.RewardSlowdown, RewardScale: 1, Baseline: "langevin"}},
 		}, nil
+	case "saturate":
+		ppo := rl.DefaultConfig()
+		ppo.LR, ppo.Gamma = 1e-3, 0.999
+		pol := rl.DefaultPolicyConfig()
+		pol.Candidates, pol.Features = 8, rl.FeaturesSaturation
+		return trainPreset{
+			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 300_000, PPO: ppo, Policy: pol,
+				Env: rl.EnvSpec{RewardScale: 1, Saturate: &rl.SaturateSpec{Nodes: defaultGPUNodes, Pods: defaultGPUPods, Tune: 1.3}}},
+		}, nil
 	}
-	return trainPreset{}, fmt.Errorf("unknown preset %q (known: small)", name)
+	return trainPreset{}, fmt.Errorf("unknown preset %q (known: small, saturate)", name)
 }
 
 // trainSummary is summary.json.
@@ -159,6 +178,9 @@ type trainSummary struct {
 	EvalSeeds []uint64          `json:"eval_seeds,omitempty"`
 	Eval      []evalRow         `json:"eval,omitempty"`
 	Paired    map[string]paired `json:"paired_vs_policy,omitempty"`
+	// Saturation is the saturate preset's evaluation: the FGD protocol on
+	// the held-out seeds for the policy, fgd and bestfit.
+	Saturation []report.SaturationSummary `json:"saturation,omitempty"`
 }
 
 type evalRow struct {
@@ -236,6 +258,21 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	if f.baseline != "-" {
 		cfg.Env.Baseline = f.baseline
 	}
+	if sat := cfg.Env.Saturate; sat != nil {
+		if f.offline != "" {
+			return fmt.Errorf("--preset saturate learns online only")
+		}
+		sat.Nodes, sat.Pods = f.nodes, f.pods
+		if err := checkTrace("--nodes", f.nodes); err != nil {
+			return err
+		}
+		if err := checkTrace("--pods", f.pods); err != nil {
+			return err
+		}
+		if !cmd.Flags().Changed("eval-seeds") {
+			f.evalSeeds = "42-51"
+		}
+	}
 	envCfg := cfg.Env.Config()
 	cfg.RunID, cfg.Seed, cfg.Actors, cfg.SegmentLen = f.runID, f.seed, f.actors, f.segment
 	cfg.Sync, cfg.MaxLag, cfg.Transport, cfg.NATSURL, cfg.Token = f.sync, f.maxLag, f.transport, f.natsURL, f.token
@@ -292,14 +329,20 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 			return err
 		}
 		sum.EvalSeeds = seeds
-		if err := evalPolicy(ctx, &sum, payload, envCfg.Source, cfg.Env.Episode, seeds, f.evalRefs); err != nil {
-			return err
-		}
-		for _, r := range sum.Eval[1:] {
-			refs = append(refs, report.CurveRef{Label: r.Scheduler + " (held-out)", Y: r.MeanSlowdown})
+		if cfg.Env.Saturate != nil {
+			if sum.Saturation, err = evalSaturation(ctx, payload, cfg.Env.Saturate, seeds); err != nil {
+				return err
+			}
+		} else {
+			if err := evalPolicy(ctx, &sum, payload, envCfg.Source, cfg.Env.Episode, seeds, f.evalRefs); err != nil {
+				return err
+			}
+			for _, r := range sum.Eval[1:] {
+				refs = append(refs, report.CurveRef{Label: r.Scheduler + " (held-out)", Y: r.MeanSlowdown})
+			}
 		}
 	}
-	if err := saveCurve(filepath.Join(f.out, "learning_curve.png"), res.Log, refs); err != nil {
+	if err := saveCurve(filepath.Join(f.out, "learning_curve.png"), res.Log, refs, cfg.Env.Saturate == nil); err != nil {
 		return err
 	}
 	js, err := json.MarshalIndent(sum, "", "  ")
@@ -543,7 +586,7 @@ func writeTrainLog(path string, logs []rl.UpdateLog) error {
 // the decisions learned from, each point the episode-weighted mean over the
 // last curveWindow updates (single episodes vary with their workload far
 // more than the policy does).
-func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
+func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef, slowdown bool) error {
 	const curveWindow = 25
 	x := make([]float64, len(logs))
 	ret := make([]float64, len(logs))
@@ -562,15 +605,26 @@ func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef) error {
 			ret[i], slow[i] = r/n, sd/n
 		}
 	}
-	return report.SaveLearningCurve(path, "tegrl train", "decisions learned from", x, []report.CurvePanel{
-		{Title: "episodic return (training episodes, mean over 25 updates)", YLabel: "return", Y: ret},
-		{Title: "mean slowdown (training episodes, mean over 25 updates)", YLabel: "slowdown", Y: slow, Refs: refs},
-	})
+	panels := []report.CurvePanel{{Title: "episodic return (training episodes, mean over 25 updates)", YLabel: "return", Y: ret}}
+	if slowdown {
+		panels = append(panels, report.CurvePanel{Title: "mean slowdown (training episodes, mean over 25 updates)", YLabel: "slowdown", Y: slow, Refs: refs})
+	}
+	return report.SaveLearningCurve(path, "tegrl train", "decisions learned from", x, panels)
 }
 
 func printTrainSummary(w io.Writer, s *trainSummary, dir string) error {
 	if dir == "" {
 		return printEval(w, s)
+	}
+	if len(s.Saturation) > 0 || s.Config.Env.Saturate != nil {
+		fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
+		fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.1f GPUs allocated; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f\n",
+			s.Recent.Episodes, s.Recent.EpisodeReturn, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Final.Entropy)
+		if len(s.Saturation) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "saturation experiment, held-out seeds %s:\n", report.FormatSeeds(s.EvalSeeds))
+		return report.WriteSaturationText(w, s.Saturation)
 	}
 	fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
 	fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.2f, slowdown %.3f; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f, converged %v\n",
@@ -597,3 +651,36 @@ func printEval(w io.Writer, s *trainSummary) error {
 }
 
 var _ = env.Wait
+
+// evalSaturation runs the FGD saturation protocol on seeds for the policy,
+// fgd and bestfit.
+func evalSaturation(ctx context.Context, payload []byte, spec *rl.SaturateSpec, seeds []uint64) ([]report.SaturationSummary, error) {
+	sw, err := spec.Load()
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := rl.LoadPolicy(payload); err != nil {
+		return nil, err
+	}
+	runs, err := report.RunSaturation(ctx, report.SaturationConfig{Cluster: sw.Cluster, Trace: sw.Trace, Schedulers: []string{"policy", "fgd", "bestfit"},
+		Seeds: seeds, Tune: spec.Tune, New: func(name string) (env.Scheduler, error) {
+			if name != "policy" {
+				return env.NewScheduler(name)
+			}
+			p, _, err := rl.LoadPolicy(payload)
+			if err != nil {
+				return nil, err
+			}
+			return rl.NewScheduler(p, "policy", true, 0), nil
+		}})
+	if err != nil {
+		return nil, err
+	}
+	sums := make([]report.SaturationSummary, len(runs))
+	for i, rs := range runs {
+		if sums[i], err = report.Summarize(rs); err != nil {
+			return nil, err
+		}
+	}
+	return sums, nil
+}

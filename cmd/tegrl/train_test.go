@@ -82,3 +82,44 @@ func TestTrainOfflineCommand(t *testing.T) {
 		t.Fatalf("online from the offline policy: %v\n%s", err, stderr)
 	}
 }
+
+// TestTrainSaturatePreset: the saturate preset learns on the saturation
+// experiment, evaluates against fgd and bestfit, and tegrl saturate runs
+// its policy file like a built-in scheduler, deterministically.
+func TestTrainSaturatePreset(t *testing.T) {
+	nodes, pods := writeTrace(t)
+	dir := t.TempDir()
+	out, stderr, err := run(t, "train", "--preset", "saturate", "--nodes", nodes, "--pods", pods, "--out", dir, "--steps", "400",
+		"--batch", "200", "--segment", "50", "--eval-seeds", "1-2", "--checkpoint-every", "0", "--log-level", "warn", "--json")
+	if err != nil {
+		t.Fatalf("train: %v\nstderr: %s", err, stderr)
+	}
+	var sum struct {
+		Saturation []struct {
+			Scheduler string `json:"scheduler"`
+		} `json:"saturation"`
+		Config struct {
+			Policy struct {
+				Features string `json:"features"`
+			} `json:"policy"`
+		} `json:"config"`
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("summary is not JSON: %v\n%s", err, out)
+	}
+	if len(sum.Saturation) != 3 || sum.Saturation[0].Scheduler != "policy" || sum.Config.Policy.Features != "saturate" {
+		t.Fatalf("summary: %s", out)
+	}
+	policy := filepath.Join(dir, "policy.safetensors")
+	args := []string{"saturate", "--nodes", nodes, "--pods", pods, "--scheduler", "fgd," + policy, "--seeds", "1-2", "--json", "--log-level", "warn"}
+	a, stderr, err := run(t, args...)
+	if err != nil {
+		t.Fatalf("saturate with the policy: %v\n%s", err, stderr)
+	}
+	if n := strings.Count(a, "\n"); n != 2 || !strings.Contains(a, `"scheduler":"`+policy+`"`) {
+		t.Errorf("saturate output:\n%s", a)
+	}
+	if b, _, _ := run(t, args...); b != a {
+		t.Errorf("two saturate runs of the policy differ:\n%s\n%s", a, b)
+	}
+}

@@ -1,0 +1,185 @@
+package rl
+
+import (
+	"fmt"
+	"iter"
+	"sync"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// SaturateSpec is the FGD saturation experiment as a training
+// environment (fgd-protocol.md): an episode is one seed's pod sequence on
+// the GPU machines of the Alibaba cluster, each pod one decision, and the
+// reward the GPUs the decision allocates (a dropped pod earns 0), so an
+// episode's return is the GPU allocation at the end of arrivals.
+type SaturateSpec struct {
+	Nodes string  `json:"nodes"` // Alibaba GPU 2023 nodes.csv
+	Pods  string  `json:"pods"`  // its pods.csv
+	Tune  float64 `json:"tune"`  // arrivals stop at Tune × GPU capacity (protocol: 1.3)
+}
+
+// SaturationWorkload is what a saturation episode runs on.
+type SaturationWorkload struct {
+	Cluster *env.Cluster // the GPU machines
+	Trace   []env.Job
+	Tune    float64
+}
+
+var (
+	satMu    sync.Mutex
+	satCache = map[SaturateSpec]*SaturationWorkload{}
+)
+
+// Load reads the trace once per process (actors in one process share it;
+// it is read-only).
+func (s SaturateSpec) Load() (*SaturationWorkload, error) {
+	satMu.Lock()
+	defer satMu.Unlock()
+	if w, ok := satCache[s]; ok {
+		return w, nil
+	}
+	if !(s.Tune > 0) {
+		return nil, fmt.Errorf("saturate env: tune %v, want > 0 (the protocol uses 1.3)", s.Tune)
+	}
+	full, err := env.LoadAlibabaGPUNodes(s.Nodes)
+	if err != nil {
+		return nil, fmt.Errorf("saturate env: nodes %s: %w", s.Nodes, err)
+	}
+	c := full.GPUMachines()
+	if len(c.Machines) == 0 {
+		return nil, fmt.Errorf("saturate env: nodes %s: no machine has a GPU", s.Nodes)
+	}
+	w, err := env.LoadAlibabaGPUPods(s.Pods, env.GPUTraceOptions{Compress: 1})
+	if err != nil {
+		return nil, fmt.Errorf("saturate env: pods %s: %w", s.Pods, err)
+	}
+	sw := &SaturationWorkload{Cluster: c, Trace: w.Jobs, Tune: s.Tune}
+	satCache[s] = sw
+	return sw, nil
+}
+
+// resetSaturation starts a saturation episode: env.Saturate runs as the
+// coroutine, pausing in the proxy's Decide for every pod.
+func (e *ClusterEnv) resetSaturation(seed uint64) (Decision, error) {
+	sw, err := e.cfg.Saturation()
+	if err != nil {
+		return Decision{}, err
+	}
+	p := &proxy{e: e}
+	e.sim, e.base, e.halt = nil, nil, false
+	e.satRun, e.satErr, e.satState = env.SaturationRun{}, nil, nil
+	e.next, e.stop = iter.Pull(iter.Seq[Decision](func(yield func(Decision) bool) {
+		p.yield = yield
+		e.satRun, e.satErr = env.Saturate(sw.Cluster, sw.Trace, p, seed, sw.Tune)
+	}))
+	d, ok := e.next()
+	if !ok {
+		if e.satErr != nil {
+			return Decision{}, fmt.Errorf("saturate env seed %d: %w", seed, e.satErr)
+		}
+		d = Decision{}
+	} else {
+		e.satState, e.lastUsed = d.Obs.State, d.Obs.State.UsedGPU
+	}
+	e.dec = d
+	return d, nil
+}
+
+// satReward is the GPU allocated since the last decision, in GPUs.
+func (e *ClusterEnv) satReward() float64 {
+	if e.satState == nil {
+		return 0
+	}
+	used := e.satState.UsedGPU
+	r := float64(used-e.lastUsed) / env.MilliGPU
+	e.lastUsed = used
+	return r * e.cfg.RewardScale
+}
+
+// SaturationRun is the finished saturation episode's outcome (zero for a
+// cluster episode or before the end).
+func (e *ClusterEnv) SaturationRun() env.SaturationRun { return e.satRun }
+
+// Saturation features: the first columns of the candidate and context rows
+// (the rest stay 0), so that samples, segments and the network keep one
+// layout (CandFeatures, CtxFeatures) for both environments. A policy
+// records which features it was trained on (PolicyConfig.Features).
+const (
+	satCandUsed = 11
+	satCtxUsed  = 8
+)
+
+// appendSaturation featurises a saturation decision: the candidates are
+// the K machines FGD scores best (FGD's choice first), so a decision costs
+// what an FGD decision costs, and the policy learns which of them to
+// prefer given what each placement leaves behind.
+func (f *Featurizer) appendSaturation(d Decision, s *Samples) bool {
+	obs := d.Obs
+	st, req := obs.State, &obs.Req
+	K := s.K
+	f.ranked = f.fgd.Rank(obs, K, f.ranked[:0])
+	if len(f.ranked) == 0 {
+		return false
+	}
+	cand, nodes, ctx := s.grow()
+	j := s.Len() - 1
+	demand := req.GPUDemand()
+	for k, rk := range f.ranked {
+		i := rk.Machine
+		m := &st.M[i]
+		x := cand[k*CandFeatures : (k+1)*CandFeatures]
+		gpus := len(st.GPUs(i))
+		x[0] = float32(rk.Score) / 100
+		x[1] = float32(k) / float32(K)
+		x[2] = float32(float64(m.FreeCPU-req.CPU) / fitCPUNorm)
+		x[3] = float32(float64(m.FreeMem-req.Mem) / fitMemNorm)
+		x[4] = float32(float64(int64(m.IdleGPU)-demand) / fitGPUNorm)
+		x[5] = float32(m.FullFree) / 8
+		x[6] = float32(gpus) / 8
+		if req.Share() {
+			if g := st.BestFitGPU(i, req.Milli); g >= 0 {
+				x[7] = float32(st.GPUs(i)[g]-req.Milli) / env.MilliGPU // the sliver left on its GPU
+				x[8] = float32(st.Sharers(i)[g]) / 8
+			}
+		}
+		x[9] = float32(st.Jobs(i)) / 16
+		if int(m.IdleGPU) == gpus*env.MilliGPU {
+			x[10] = 1 // an idle machine: placing here opens it
+		}
+		nodes[k] = int32(i)
+	}
+	ctx[0] = float32(float64(req.CPU) / fitCPUNorm)
+	ctx[1] = float32(float64(req.Mem) / fitMemNorm)
+	ctx[2] = float32(req.Milli) / env.MilliGPU
+	ctx[3] = float32(req.GPUs) / 8
+	if req.Share() {
+		ctx[4] = 1
+	}
+	if req.GPUs == 0 {
+		ctx[5] = 1
+	}
+	if st.CapGPU > 0 {
+		ctx[6] = float32(float64(st.UsedGPU) / float64(st.CapGPU))
+	}
+	ctx[7] = float32(len(f.ranked)) / float32(K)
+	s.Valid[j] = int32(len(f.ranked))
+	return true
+}
+
+// placeGPU sets a's GPU to the one FGD scored on a's machine in the last
+// saturation decision featurised (share pods; the others take the
+// allocator's GPUs), so that choosing FGD's first candidate is FGD's
+// decision exactly.
+func (f *Featurizer) placeGPU(a env.Action) env.Action {
+	if !f.Saturation || a.Node < 0 {
+		return a
+	}
+	for _, rk := range f.ranked {
+		if rk.Machine == a.Node {
+			a.GPU = rk.GPU
+			break
+		}
+	}
+	return a
+}

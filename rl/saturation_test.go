@@ -1,0 +1,121 @@
+package rl
+
+import (
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// satWorkload is a small saturation workload: the GPU machines of a
+// synthetic cluster and its synthetic trace.
+func satWorkload(t testing.TB) *SaturationWorkload {
+	t.Helper()
+	c, err := env.NewSyntheticCluster(120, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := env.NewSyntheticWorkload(c, env.DefaultWorkload, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &SaturationWorkload{Cluster: c.GPUMachines(), Trace: w.Jobs, Tune: 1.3}
+}
+
+// TestSaturationEnvFGDFirst: always choosing the first candidate (FGD's
+// choice, with its GPU) reproduces FGD's saturation run exactly, and the
+// episode's return is the GPUs allocated at its end.
+func TestSaturationEnvFGDFirst(t *testing.T) {
+	sw := satWorkload(t)
+	const seed = 42
+	want, err := env.Saturate(sw.Cluster, sw.Trace, &env.FGD{}, seed, sw.Tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewClusterEnv(ClusterEnvConfig{Saturation: func() (*SaturationWorkload, error) { return sw, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	f := Featurizer{Force: -1, Saturation: true}
+	s := Samples{K: 8}
+	d, err := e.ResetErr(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ret float64
+	steps, waits := 0, 0
+	for done := false; !done; {
+		s.Reset()
+		a := env.Wait
+		if f.Append(d, &s) {
+			a = f.placeGPU(env.Place(int(s.Nodes[0]), -1))
+			for k := 0; k < int(s.Valid[0]); k++ {
+				row := s.Cand[k*CandFeatures : (k+1)*CandFeatures]
+				for c, x := range row {
+					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || c >= satCandUsed && x != 0 {
+						t.Fatalf("step %d candidate %d feature %d = %v", steps, k, c, x)
+					}
+				}
+			}
+		} else {
+			waits++
+		}
+		var r float64
+		d, r, done = e.Step(a)
+		ret += r
+		steps++
+	}
+	got := e.SaturationRun()
+	if !reflect.DeepEqual(got.Bins, want.Bins) || got.Dropped != want.Dropped || got.Pods != want.Pods {
+		t.Fatalf("FGD-first: dropped %d of %d, alloc at 130%% %.4f; FGD: dropped %d of %d, %.4f",
+			got.Dropped, got.Pods, got.Bins[len(got.Bins)-1].AllocPct, want.Dropped, want.Pods, want.Bins[len(want.Bins)-1].AllocPct)
+	}
+	if steps != want.Pods || waits != want.Dropped {
+		t.Fatalf("%d steps with %d waits, want %d pods with %d dropped", steps, waits, want.Pods, want.Dropped)
+	}
+	t.Logf("%d pods, %d dropped, %.2f%% allocated at the end", want.Pods, want.Dropped, want.Bins[len(want.Bins)-1].AllocPct)
+	capGPU := float64(sw.Cluster.TotalGPUs())
+	if alloc := 100 * ret / capGPU; math.Abs(alloc-want.Bins[len(want.Bins)-1].AllocPct) > 1e-9 {
+		t.Fatalf("return %.3f GPUs is %.4f%% of capacity, FGD allocated %.4f%%", ret, alloc, want.Bins[len(want.Bins)-1].AllocPct)
+	}
+}
+
+// TestSaturationPolicy: a saturation policy acts as a scheduler in the
+// saturation experiment, deterministically, and its file records the
+// features it was trained on.
+func TestSaturationPolicy(t *testing.T) {
+	sw := satWorkload(t)
+	cfg := DefaultPolicyConfig()
+	cfg.Features = FeaturesSaturation
+	p, err := NewPolicy(cfg, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := p.EncodeParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func() env.SaturationRun {
+		q, _, err := LoadPolicy(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if q.Cfg.Features != FeaturesSaturation {
+			t.Fatalf("loaded features %q", q.Cfg.Features)
+		}
+		r, err := env.Saturate(sw.Cluster, sw.Trace, NewScheduler(q, "policy", true, 0), 7, sw.Tune)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	a, b := run(), run()
+	if !reflect.DeepEqual(a, b) {
+		t.Fatal("two runs of the same policy and seed differ")
+	}
+	if a.Pods == 0 || a.Dropped == a.Pods || a.Bins[len(a.Bins)-1].AllocPct <= 0 {
+		t.Fatalf("policy run placed nothing: %+v", a.Bins[len(a.Bins)-1])
+	}
+}
