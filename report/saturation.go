@@ -134,9 +134,9 @@ type SaturationConfig struct {
 	Schedulers []string     // names for env.NewScheduler, or for New
 	// New, if set, makes a fresh scheduler for a name of Schedulers (a
 	// policy file, say); nil means env.NewScheduler.
-	New func(name string) (env.Scheduler, error)
-	Seeds      []uint64
-	Tune       float64 // arrivals stop at Tune x GPU capacity (protocol: 1.3)
+	New   func(name string) (env.Scheduler, error)
+	Seeds []uint64
+	Tune  float64 // arrivals stop at Tune x GPU capacity (protocol: 1.3)
 	// Workers is the number of runs at once; <= 0 means runtime.GOMAXPROCS.
 	Workers int
 	// OnRun, if set, is called once per finished run, from one goroutine at
