@@ -77,6 +77,14 @@ func SaturationPods(trace []Job, capacityMilli int64, tune float64, seed uint64)
 // protocol uses the GPU machines only; the caller chooses). The typical
 // workload for fragmentation is built from trace.
 func Saturate(c *Cluster, trace []Job, sched Scheduler, seed uint64, tune float64) (SaturationRun, error) {
+	return SaturateObserved(c, trace, sched, seed, tune, nil)
+}
+
+// SaturateObserved is Saturate calling after, if not nil, once each pod
+// has been placed or dropped, with the pod's index, the GPU milli then
+// allocated and the cluster fragmentation F(M) (milli-GPU): what a learner
+// on the experiment is rewarded from.
+func SaturateObserved(c *Cluster, trace []Job, sched Scheduler, seed uint64, tune float64, after func(pod int, used int64, frag float64)) (SaturationRun, error) {
 	s := NewState(c, seed)
 	if s.CapGPU == 0 {
 		return SaturationRun{}, fmt.Errorf("saturate: cluster has no GPUs")
@@ -127,6 +135,9 @@ func Saturate(c *Cluster, trace []Job, sched Scheduler, seed uint64, tune float6
 			run.Dropped++
 		}
 		arrived += j.GPUDemand()
+		if after != nil {
+			after(k, s.UsedGPU, frag)
+		}
 		for len(run.Bins) < SaturationBins && float64(arrived)*100 >= float64(len(run.Bins))*capf {
 			record(len(run.Bins))
 		}

@@ -132,7 +132,12 @@ type ClusterEnv struct {
 	satState *env.State
 	satRun   env.SaturationRun
 	satErr   error
-	lastUsed int64
+	// Potentials Φ = used - F(M) (milli-GPU) of the policy's run and of
+	// FGD's (per pod), the pods done, and the values at the last reward.
+	basePhi      []float64
+	pods         int
+	phi, lastPhi float64
+	lastBase     float64
 }
 
 // NewClusterEnv checks cfg and returns an environment; Reset starts it.

@@ -10,9 +10,17 @@ import (
 
 // SaturateSpec is the FGD saturation experiment as a training
 // environment (fgd-protocol.md): an episode is one seed's pod sequence on
-// the GPU machines of the Alibaba cluster, each pod one decision, and the
-// reward the GPUs the decision allocates (a dropped pod earns 0), so an
-// episode's return is the GPU allocation at the end of arrivals.
+// the GPU machines of the Alibaba cluster, each pod one decision. The
+// objective is the GPU allocation at the end of arrivals, Σ of the GPUs
+// each decision allocates; but which machine a pod goes to changes what is
+// allocated only thousands of pods later, when pods start to be dropped,
+// and a first version rewarded with the allocation alone learned nothing
+// (entropy stayed at ln K over 1M decisions). So the reward is shaped, in
+// GPUs: the allocation gain minus the fragmentation gain, a potential
+// -F(M) that keeps the objective (Ng et al., 1999) and rewards at once
+// what will leave GPUs unusable; and it is relative to FGD's run on the
+// same seed at the same pod (an input-driven baseline, independent of the
+// actions), so that the pods' sizes cancel out.
 type SaturateSpec struct {
 	Nodes string  `json:"nodes"` // Alibaba GPU 2023 nodes.csv
 	Pods  string  `json:"pods"`  // its pods.csv
@@ -69,9 +77,20 @@ func (e *ClusterEnv) resetSaturation(seed uint64) (Decision, error) {
 	p := &proxy{e: e}
 	e.sim, e.base, e.halt = nil, nil, false
 	e.satRun, e.satErr, e.satState = env.SaturationRun{}, nil, nil
+	// FGD's run on the same seed: its potential Φ = used - F(M) per pod.
+	e.basePhi = e.basePhi[:0]
+	if _, err := env.SaturateObserved(sw.Cluster, sw.Trace, &env.FGD{}, seed, sw.Tune, func(_ int, used int64, frag float64) {
+		e.basePhi = append(e.basePhi, float64(used)-frag)
+	}); err != nil {
+		return Decision{}, fmt.Errorf("saturate env seed %d baseline: %w", seed, err)
+	}
+	e.pods, e.phi, e.lastPhi, e.lastBase = 0, 0, 0, 0
 	e.next, e.stop = iter.Pull(iter.Seq[Decision](func(yield func(Decision) bool) {
 		p.yield = yield
-		e.satRun, e.satErr = env.Saturate(sw.Cluster, sw.Trace, p, seed, sw.Tune)
+		e.satRun, e.satErr = env.SaturateObserved(sw.Cluster, sw.Trace, p, seed, sw.Tune, func(_ int, used int64, frag float64) {
+			e.pods++
+			e.phi = float64(used) - frag
+		})
 	}))
 	d, ok := e.next()
 	if !ok {
@@ -80,21 +99,26 @@ func (e *ClusterEnv) resetSaturation(seed uint64) (Decision, error) {
 		}
 		d = Decision{}
 	} else {
-		e.satState, e.lastUsed = d.Obs.State, d.Obs.State.UsedGPU
+		// Both runs start from the same empty cluster: Φ = -F(M).
+		e.satState = d.Obs.State
+		frag, _ := d.Obs.State.Fragmentation()
+		e.phi, e.lastPhi, e.lastBase = -frag, -frag, -frag
 	}
 	e.dec = d
 	return d, nil
 }
 
-// satReward is the GPU allocated since the last decision, in GPUs.
+// satReward is the shaped reward since the last decision (see
+// SaturateSpec), in GPUs.
 func (e *ClusterEnv) satReward() float64 {
-	if e.satState == nil {
+	if e.satState == nil || e.pods == 0 {
 		return 0
 	}
-	used := e.satState.UsedGPU
-	r := float64(used-e.lastUsed) / env.MilliGPU
-	e.lastUsed = used
-	return r * e.cfg.RewardScale
+	k := min(e.pods, len(e.basePhi)) - 1
+	base := e.basePhi[k]
+	r := (e.phi - e.lastPhi) - (base - e.lastBase)
+	e.lastPhi, e.lastBase = e.phi, base
+	return r / env.MilliGPU * e.cfg.RewardScale
 }
 
 // SaturationRun is the finished saturation episode's outcome (zero for a
@@ -106,7 +130,7 @@ func (e *ClusterEnv) SaturationRun() env.SaturationRun { return e.satRun }
 // layout (CandFeatures, CtxFeatures) for both environments. A policy
 // records which features it was trained on (PolicyConfig.Features).
 const (
-	satCandUsed = 11
+	satCandUsed = 12
 	satCtxUsed  = 8
 )
 
@@ -147,6 +171,9 @@ func (f *Featurizer) appendSaturation(d Decision, s *Samples) bool {
 		if int(m.IdleGPU) == gpus*env.MilliGPU {
 			x[10] = 1 // an idle machine: placing here opens it
 		}
+		// The fragmentation drop FGD's score quantises (its 100 levels of
+		// σ(Δ/1000) tie many machines).
+		x[11] = float32(max(-5, min(5, f.fgd.FragDrop(obs, i, rk.GPU)/env.MilliGPU)))
 		nodes[k] = int32(i)
 	}
 	ctx[0] = float32(float64(req.CPU) / fitCPUNorm)

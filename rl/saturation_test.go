@@ -23,16 +23,10 @@ func satWorkload(t testing.TB) *SaturationWorkload {
 	return &SaturationWorkload{Cluster: c.GPUMachines(), Trace: w.Jobs, Tune: 1.3}
 }
 
-// TestSaturationEnvFGDFirst: always choosing the first candidate (FGD's
-// choice, with its GPU) reproduces FGD's saturation run exactly, and the
-// episode's return is the GPUs allocated at its end.
-func TestSaturationEnvFGDFirst(t *testing.T) {
-	sw := satWorkload(t)
-	const seed = 42
-	want, err := env.Saturate(sw.Cluster, sw.Trace, &env.FGD{}, seed, sw.Tune)
-	if err != nil {
-		t.Fatal(err)
-	}
+// satEpisode runs one saturation episode choosing candidate pick(n) of n
+// and returns the run, the rewards and the waits.
+func satEpisode(t *testing.T, sw *SaturationWorkload, seed uint64, pick func(n int) int) (env.SaturationRun, []float64, int) {
+	t.Helper()
 	e, err := NewClusterEnv(ClusterEnvConfig{Saturation: func() (*SaturationWorkload, error) { return sw, nil }})
 	if err != nil {
 		t.Fatal(err)
@@ -44,18 +38,18 @@ func TestSaturationEnvFGDFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ret float64
-	steps, waits := 0, 0
+	var rewards []float64
+	waits := 0
 	for done := false; !done; {
 		s.Reset()
 		a := env.Wait
 		if f.Append(d, &s) {
-			a = f.placeGPU(env.Place(int(s.Nodes[0]), -1))
+			a = f.placeGPU(env.Place(int(s.Nodes[pick(int(s.Valid[0]))]), -1))
 			for k := 0; k < int(s.Valid[0]); k++ {
 				row := s.Cand[k*CandFeatures : (k+1)*CandFeatures]
 				for c, x := range row {
 					if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || c >= satCandUsed && x != 0 {
-						t.Fatalf("step %d candidate %d feature %d = %v", steps, k, c, x)
+						t.Fatalf("step %d candidate %d feature %d = %v", len(rewards), k, c, x)
 					}
 				}
 			}
@@ -64,21 +58,46 @@ func TestSaturationEnvFGDFirst(t *testing.T) {
 		}
 		var r float64
 		d, r, done = e.Step(a)
-		ret += r
-		steps++
+		rewards = append(rewards, r)
 	}
-	got := e.SaturationRun()
+	return e.SaturationRun(), rewards, waits
+}
+
+// TestSaturationEnvFGDFirst: always choosing the first candidate (FGD's
+// choice, with its GPU) reproduces FGD's saturation run exactly, so every
+// reward, relative to FGD's run, is 0; another policy's return is its
+// final allocation minus fragmentation relative to FGD's, in GPUs.
+func TestSaturationEnvFGDFirst(t *testing.T) {
+	sw := satWorkload(t)
+	const seed = 42
+	want, err := env.Saturate(sw.Cluster, sw.Trace, &env.FGD{}, seed, sw.Tune)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, rewards, waits := satEpisode(t, sw, seed, func(int) int { return 0 })
 	if !reflect.DeepEqual(got.Bins, want.Bins) || got.Dropped != want.Dropped || got.Pods != want.Pods {
 		t.Fatalf("FGD-first: dropped %d of %d, alloc at 130%% %.4f; FGD: dropped %d of %d, %.4f",
 			got.Dropped, got.Pods, got.Bins[len(got.Bins)-1].AllocPct, want.Dropped, want.Pods, want.Bins[len(want.Bins)-1].AllocPct)
 	}
-	if steps != want.Pods || waits != want.Dropped {
-		t.Fatalf("%d steps with %d waits, want %d pods with %d dropped", steps, waits, want.Pods, want.Dropped)
+	if len(rewards) != want.Pods || waits != want.Dropped {
+		t.Fatalf("%d steps with %d waits, want %d pods with %d dropped", len(rewards), waits, want.Pods, want.Dropped)
+	}
+	for k, r := range rewards {
+		if r != 0 {
+			t.Fatalf("step %d: reward %v relative to FGD's own run", k, r)
+		}
 	}
 	t.Logf("%d pods, %d dropped, %.2f%% allocated at the end", want.Pods, want.Dropped, want.Bins[len(want.Bins)-1].AllocPct)
-	capGPU := float64(sw.Cluster.TotalGPUs())
-	if alloc := 100 * ret / capGPU; math.Abs(alloc-want.Bins[len(want.Bins)-1].AllocPct) > 1e-9 {
-		t.Fatalf("return %.3f GPUs is %.4f%% of capacity, FGD allocated %.4f%%", ret, alloc, want.Bins[len(want.Bins)-1].AllocPct)
+
+	last, rewards, _ := satEpisode(t, sw, seed, func(n int) int { return n - 1 })
+	var ret float64
+	for _, r := range rewards {
+		ret += r
+	}
+	gpus := float64(sw.Cluster.TotalGPUs()) / 100 // GPUs per percent of capacity
+	end := func(r env.SaturationRun) float64 { b := r.Bins[len(r.Bins)-1]; return (b.AllocPct - b.FragPct) * gpus }
+	if wantRet := end(last) - end(want); math.Abs(ret-wantRet) > 1e-6 || ret == 0 {
+		t.Fatalf("last-candidate return %.6f GPUs, want %.6f (allocation - fragmentation relative to FGD's)", ret, wantRet)
 	}
 }
 
