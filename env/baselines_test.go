@@ -598,6 +598,12 @@ func TestFGDRank(t *testing.T) {
 		if len(ranked) != min(8, admitted) {
 			t.Fatalf("pod %d: %d ranked of %d admitted", n, len(ranked), admitted)
 		}
+		for _, c := range ranked {
+			// The score is FGD's quantisation of the fragmentation drop.
+			if drop := rk.FragDrop(&obs, c.Machine, c.GPU); c.Score != int(100*sigmoid(drop/1000)) {
+				t.Fatalf("pod %d machine %d: score %d, fragmentation drop %v", n, c.Machine, c.Score, drop)
+			}
+		}
 		for k := 1; k < len(ranked); k++ {
 			a, b := ranked[k-1], ranked[k]
 			if a.Score < b.Score || a.Score == b.Score && s.M[a.Machine].Prio > s.M[b.Machine].Prio {

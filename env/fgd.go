@@ -124,6 +124,35 @@ func (p *FGD) Rank(obs *Observation, k int, dst []Ranked) []Ranked {
 	return dst
 }
 
+// FragDrop is the fragmentation decrease Δ = F_n(M) - F_n'(M) (milli-GPU)
+// of placing obs's request on machine i, on GPU gpu for a share request
+// (the allocator's GPUs otherwise): the quantity FGD's score quantises.
+// Call it after Rank or Decide on the same observation.
+func (p *FGD) FragDrop(obs *Observation, i, gpu int) float64 {
+	s, r := obs.State, &obs.Req
+	before := p.baseFrag(s, i)
+	p.tmp = append(p.tmp[:0], s.GPUs(i)...)
+	switch {
+	case r.GPUs == 0:
+	case r.Milli < MilliGPU:
+		if gpu < 0 || gpu >= len(p.tmp) || p.tmp[gpu] < r.Milli {
+			gpu = s.BestFitGPU(i, r.Milli)
+		}
+		if gpu >= 0 {
+			p.tmp[gpu] -= r.Milli
+		}
+	default:
+		need := r.GPUs
+		for j := range p.tmp {
+			if need > 0 && p.tmp[j] == MilliGPU {
+				p.tmp[j] = 0
+				need--
+			}
+		}
+	}
+	return before - p.target.NodeFrag(s.M[i].FreeCPU-r.CPU, s.Model(i), p.tmp)
+}
+
 // scores returns the score cache of obs's request shape, resetting the
 // cache when the state or the target workload changed.
 func (p *FGD) scores(obs *Observation) []fgdEntry {
