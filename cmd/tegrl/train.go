@@ -87,7 +87,8 @@ Presets:
   saturate  the FGD saturation experiment on the Alibaba GPU trace
           (--nodes, --pods): an episode is one seed's pod sequence, each pod
           a decision among the 8 machines FGD scores best, the reward the
-          GPUs each decision allocates; 300k decisions, γ 0.999; evaluated
+          GPUs each decision allocates, shaped (docs/rl.md); 1M decisions,
+          γ 0.999 (about 5 minutes on 2 cores); evaluated
           with tegrl saturate against fgd and bestfit on seeds 42-51`,
 		Example: `  tegrl train --preset small --out runs/small
   tegrl train --preset saturate --out runs/saturate
@@ -157,7 +158,7 @@ func presetFor(name string) (trainPreset, error) {
 		pol := rl.DefaultPolicyConfig()
 		pol.Candidates, pol.Features = 8, rl.FeaturesSaturation
 		return trainPreset{
-			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 300_000, PPO: ppo, Policy: pol,
+			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 1_000_000, PPO: ppo, Policy: pol,
 				Env: rl.EnvSpec{RewardScale: 1, Saturate: &rl.SaturateSpec{Nodes: defaultGPUNodes, Pods: defaultGPUPods, Tune: 1.3}}},
 		}, nil
 	}

@@ -122,4 +122,15 @@ func TestTrainSaturatePreset(t *testing.T) {
 	if b, _, _ := run(t, args...); b != a {
 		t.Errorf("two saturate runs of the policy differ:\n%s\n%s", a, b)
 	}
+	// Training is deterministic too (one actor in lockstep).
+	dir2 := t.TempDir()
+	if _, stderr, err := run(t, "train", "--preset", "saturate", "--nodes", nodes, "--pods", pods, "--out", dir2, "--steps", "400",
+		"--batch", "200", "--segment", "50", "--eval-seeds", "", "--checkpoint-every", "0", "--log-level", "warn"); err != nil {
+		t.Fatalf("second train: %v\n%s", err, stderr)
+	}
+	p1, _ := os.ReadFile(policy)
+	p2, _ := os.ReadFile(filepath.Join(dir2, "policy.safetensors"))
+	if len(p1) == 0 || string(p1) != string(p2) {
+		t.Error("two saturate trainings with the same seed wrote different policies")
+	}
 }
