@@ -51,8 +51,8 @@ demo: build
 	@echo "== tegrl simulate: every scheduler, 1,000-machine synthetic cluster, bursty AI workload, 6 simulated hours"
 	$(BIN) simulate --scheduler all --machines 1000 --seed 1 --log-level warn
 	@if [ -d $(TRACES) ]; then \
-		echo; echo "== tegrl saturate: FGD saturation experiment on the Alibaba GPU trace, seeds 42-44"; \
-		$(BIN) saturate --scheduler all --seeds 42-44 --log-level warn; \
+		echo; echo "== tegrl saturate: FGD saturation experiment on the Alibaba GPU trace, seeds 42-44, with the policy of tegrl train --preset saturate"; \
+		$(BIN) saturate --scheduler all,docs/policies/saturate.safetensors --seeds 42-44 --log-level warn; \
 		echo; echo "== tegrl simulate: the real Alibaba GPU cluster (1,523 machines) under the synthetic workload"; \
 		$(BIN) simulate --scheduler all --cluster alibaba-gpu:$(TRACES)/alibaba-gpu-v2023/nodes.csv --seed 1 --log-level warn; \
 	else \
