@@ -82,9 +82,13 @@ func (o *offlineRec) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 // scheduler), under the recorded configuration, featurising each decision
 // for pol and appending it to data with the recorded action. Rewards are
 // minus the slowdown accrued between decisions, times scale, and returns
-// are discounted by gamma within the run. The re-run must reproduce the
+// are discounted by gamma within the run. With ref (nil: none), rewards
+// are relative to what the reference scheduler accrued over the same
+// simulated time on the same cluster, workload and seed, as ClusterEnv's
+// Baseline does online: the arrivals' noise, which dominates a run's
+// returns, cancels out of the advantages. The re-run must reproduce the
 // recording: its metrics are compared byte for byte with run.json.
-func LoadRecording(t *replay.Trace, sched env.Scheduler, pol *Policy, gamma, scale float64, data *OfflineData) error {
+func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma, scale float64, data *OfflineData) error {
 	if sched.Name() != t.Config.Scheduler {
 		return fmt.Errorf("offline %s: recorded by %q, re-run with %q", t.Dir, t.Config.Scheduler, sched.Name())
 	}
@@ -95,14 +99,35 @@ func LoadRecording(t *replay.Trace, sched env.Scheduler, pol *Policy, gamma, sca
 	if err != nil {
 		return fmt.Errorf("offline %s: %w", t.Dir, err)
 	}
+	var base *env.Sim
+	if ref != nil {
+		bc := t.Config.Sim()
+		bc.TEG = nil // the reference under its own governor
+		if base, err = env.NewSim(t.Cluster, t.Workload, ref, bc); err != nil {
+			return fmt.Errorf("offline %s reference: %w", t.Dir, err)
+		}
+	}
 	var tens env.Tensors
 	sim.Observe(&tens, nil) // the load history, as the actors see it
 	prev := sim.Accrued()
+	var prevB env.Accrual
+	if base != nil {
+		prevB = base.Accrued()
+	}
 	for !sim.Done() {
 		sim.Step()
 		a := sim.Accrued()
+		r := -(a.Slowdown - prev.Slowdown)
+		if base != nil {
+			for !base.Done() && (sim.Done() || base.Now() < sim.Now()) {
+				base.Step()
+			}
+			b := base.Accrued()
+			r += b.Slowdown - prevB.Slowdown
+			prevB = b
+		}
 		if rec.last >= 0 {
-			data.Reward[rec.last] -= float32((a.Slowdown - prev.Slowdown) * scale)
+			data.Reward[rec.last] += float32(r * scale)
 		}
 		prev = a
 	}

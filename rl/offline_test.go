@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -12,15 +13,19 @@ import (
 
 // recordLangevin records one langevin run of the small test environment.
 func recordLangevin(t *testing.T, seed uint64) string {
+	return recordLangevinAt(t, seed, EnvSpec{Machines: 32, Load: 0.9, Episode: 1800})
+}
+
+// recordLangevinAt records one langevin run of spec.
+func recordLangevinAt(t *testing.T, seed uint64, spec EnvSpec) string {
 	t.Helper()
-	spec := EnvSpec{Machines: 32, Load: 0.9, Episode: 1800}
 	c, w, err := spec.Config().Source(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "rec")
 	s, _ := env.NewScheduler("langevin")
-	if _, err := datasets.RecordRun(context.Background(), dir, c, w, s, datasets.RecordConfig{RunID: "t", Sim: env.SimConfig{Seed: seed, Duration: 1800}}); err != nil {
+	if _, err := datasets.RecordRun(context.Background(), dir, c, w, s, datasets.RecordConfig{RunID: "t", Sim: env.SimConfig{Seed: seed, Duration: spec.Episode}}); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -42,7 +47,7 @@ func TestOfflineFromRecording(t *testing.T) {
 			t.Fatal(err)
 		}
 		s, _ := env.NewScheduler("langevin")
-		if err := LoadRecording(tr, s, pol, 0.99, 1, &data); err != nil {
+		if err := LoadRecording(tr, s, nil, pol, 0.99, 1, &data); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,7 +81,64 @@ func TestOfflineFromRecording(t *testing.T) {
 	// A recording re-run with another scheduler is refused.
 	tr, _ := replay.Open(recordLangevin(t, 3))
 	fgd, _ := env.NewScheduler("fgd")
-	if err := LoadRecording(tr, fgd, pol, 0.99, 1, &data); err == nil {
+	if err := LoadRecording(tr, fgd, nil, pol, 0.99, 1, &data); err == nil {
 		t.Fatal("re-ran a langevin recording with fgd")
+	}
+}
+
+// TestOfflineReferenceReward: rewards relative to a reference run. With
+// the recorded scheduler itself as the reference (same seed, same
+// governor), the reference run is the recorded run, so every reward is
+// exactly 0; with another reference, on an overloaded cluster where
+// placements change the slowdown, they are not, and the rewards sum to
+// the difference of the two runs' accrued slowdown.
+func TestOfflineReferenceReward(t *testing.T) {
+	pol, err := NewPolicy(PolicyConfig{Candidates: 8, Hidden: 16, DampingMax: 2, ReplicaZeroBias: 4}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := replay.Open(recordLangevinAt(t, 4, EnvSpec{Machines: 16, Load: 1.3, Episode: 3 * 3600}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(ref string) *OfflineData {
+		var data OfflineData
+		s, _ := env.NewScheduler("langevin")
+		r, _ := env.NewScheduler(ref)
+		if err := LoadRecording(tr, s, r, pol, 0.99, 1, &data); err != nil {
+			t.Fatal(err)
+		}
+		return &data
+	}
+	for i, r := range load("langevin").Reward {
+		if r != 0 {
+			t.Fatalf("decision %d: reward %v relative to the same run", i, r)
+		}
+	}
+	var sum float64
+	nonzero := 0
+	for _, r := range load("random").Reward {
+		sum += float64(r)
+		if r != 0 {
+			nonzero++
+		}
+	}
+	// The two runs on their own, to the end of the recorded duration.
+	accrued := func(name string, teg *env.TEGConfig) float64 {
+		s, _ := env.NewScheduler(name)
+		cfg := tr.Config.Sim()
+		cfg.TEG = teg
+		sim, err := env.NewSim(tr.Cluster, tr.Workload, s, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.Run()
+		return sim.Accrued().Slowdown
+	}
+	lv := tr.Config.Sim().TEG
+	want := accrued("random", nil) - accrued("langevin", lv)
+	t.Logf("%d rewards non-zero; sum %.4f, want %.4f", nonzero, sum, want)
+	if nonzero == 0 || math.Abs(sum-want) > 1e-3*math.Max(1, math.Abs(want)) {
+		t.Fatalf("rewards relative to random: %d non-zero, sum %v, want %v", nonzero, sum, want)
 	}
 }

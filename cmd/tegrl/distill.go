@@ -103,7 +103,7 @@ held-out comparison of teacher and student).`,
 					if err != nil {
 						return fmt.Errorf("%s: %w", dir, err)
 					}
-					if err := rl.LoadRecording(t, mk(), teacher, 0.99, 1, &od); err != nil {
+					if err := rl.LoadRecording(t, mk(), nil, teacher, 0.99, 1, &od); err != nil {
 						return err
 					}
 				}

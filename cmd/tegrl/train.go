@@ -44,6 +44,7 @@ type trainFlags struct {
 	evalSeeds  string
 	nodes      string
 	pods       string
+	offRef     string
 	evalRefs   string
 	lr         float64
 	candidates int
@@ -132,6 +133,7 @@ Presets:
 	fl.StringVar(&f.offline, "offline", "", "learn offline from recordings of tegrl dataset record (comma-separated folders) instead of online")
 	fl.StringVar(&f.offMethod, "offline-method", "bc", "offline method: bc (behaviour cloning) or awr (advantage-weighted regression)")
 	fl.IntVar(&f.offEpochs, "offline-epochs", 10, "passes over the offline data")
+	fl.StringVar(&f.offRef, "offline-ref", "", "built-in scheduler run beside each recording: rewards become relative to its accrual (\"\": raw rewards)")
 	fl.Float64Var(&f.awrBeta, "awr-beta", 1, "AWR temperature β on normalised advantages (smaller: greedier)")
 	fl.StringVar(&f.init, "init", "", "start from this policy (a policy file or train output folder of the same shape), e.g. an offline one")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
@@ -387,6 +389,12 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		}
 	}
 	var data rl.OfflineData
+	var ref env.Scheduler
+	if f.offRef != "" {
+		if ref, err = env.NewScheduler(f.offRef); err != nil {
+			return fmt.Errorf("--offline-ref: %w", err)
+		}
+	}
 	dirs := strings.Split(f.offline, ",")
 	for _, dir := range dirs {
 		t, err := replay.Open(strings.TrimSpace(dir))
@@ -401,7 +409,10 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
-		if err := rl.LoadRecording(t, mk(), pol, cfg.PPO.Gamma, cfg.Env.RewardScale, &data); err != nil {
+		if ref != nil {
+			ref, _ = env.NewScheduler(f.offRef) // a fresh one per run
+		}
+		if err := rl.LoadRecording(t, mk(), ref, pol, cfg.PPO.Gamma, cfg.Env.RewardScale, &data); err != nil {
 			return err
 		}
 		a.log.Info("offline recording", "dir", dir, "scheduler", spec, "decisions", data.Len())
