@@ -142,13 +142,7 @@ func (p *FGD) FragDrop(obs *Observation, i, gpu int) float64 {
 			p.tmp[gpu] -= r.Milli
 		}
 	default:
-		need := r.GPUs
-		for j := range p.tmp {
-			if need > 0 && p.tmp[j] == MilliGPU {
-				p.tmp[j] = 0
-				need--
-			}
-		}
+		takeFullGPUs(p.tmp, r.GPUs)
 	}
 	return before - p.target.NodeFrag(s.M[i].FreeCPU-r.CPU, s.Model(i), p.tmp)
 }
@@ -228,15 +222,20 @@ func (p *FGD) score(s *State, i int, r *Request) (int, int) {
 		}
 		return best, bestGPU
 	default:
-		need := r.GPUs
-		for j := range p.tmp {
-			if need > 0 && p.tmp[j] == MilliGPU {
-				p.tmp[j] = 0
-				need--
-			}
-		}
+		takeFullGPUs(p.tmp, r.GPUs)
 		return quant(p.target.NodeFrag(cpu, model, p.tmp)), -1
 	}
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// takeFullGPUs takes the k lowest-indexed fully free GPUs of gs (free
+// milli per GPU), as the allocator does for a whole-GPU request.
+func takeFullGPUs(gs []int32, k int) {
+	for j := range gs {
+		if k > 0 && gs[j] == MilliGPU {
+			gs[j] = 0
+			k--
+		}
+	}
+}

@@ -155,13 +155,7 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 			tmp[g] -= r.Milli
 		}
 	default:
-		need := r.GPUs
-		for k := range tmp {
-			if need > 0 && tmp[k] == MilliGPU {
-				tmp[k] = 0
-				need--
-			}
-		}
+		takeFullGPUs(tmp, r.GPUs)
 	}
 	return tw.NodeFrag(cpu-r.CPU, model, tmp) - here
 }
