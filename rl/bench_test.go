@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"testing"
 	"time"
 
@@ -128,4 +129,43 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*cfg.BatchSize)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkSaturationDecision is one decision of the saturate preset's
+// actor on the Alibaba GPU trace (1,213 GPU machines), halfway to 130%
+// arrival: FGD's ranking of the machines (cached scores), the features of
+// the 8 best and the policy's greedy sample.
+func BenchmarkSaturationDecision(b *testing.B) {
+	spec := SaturateSpec{Nodes: "../../shared/traces/alibaba-gpu-v2023/nodes.csv", Pods: "../../shared/traces/alibaba-gpu-v2023/pods.csv", Tune: 1.3}
+	if _, err := os.Stat(spec.Nodes); err != nil {
+		b.Skipf("shared trace not found: %v", err)
+	}
+	cfg := DefaultPolicyConfig()
+	cfg.Candidates, cfg.Features = 8, FeaturesSaturation
+	p, err := NewPolicy(cfg, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	e, err := NewClusterEnv(EnvSpec{Saturate: &spec}.Config())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	rng := rand.New(rand.NewPCG(1, 1))
+	d, err := e.ResetErr(42)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for k := 0; k < 5000; k++ { // about 60% of the GPU capacity arrived
+		a, _, _, ok := p.Act(d, rng, true)
+		if !ok {
+			a = env.Wait
+		}
+		d, _, _ = e.Step(a)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p.Act(d, rng, true)
+	}
 }
