@@ -46,6 +46,20 @@ type EnvSpec struct {
 	Saturate *SaturateSpec `json:"saturate,omitempty"`
 }
 
+// validate checks a spec that came from outside (a broadcast).
+func (s EnvSpec) validate() error {
+	if sat := s.Saturate; sat != nil {
+		if sat.Nodes == "" || sat.Pods == "" || !(sat.Tune > 0) || sat.Tune > 100 {
+			return fmt.Errorf("saturation environment %+v out of range", *sat)
+		}
+		return nil
+	}
+	if s.Machines < 1 || !(s.Episode > 0) || !(s.Load > 0) {
+		return fmt.Errorf("environment %+v out of range", s)
+	}
+	return nil
+}
+
 // Config returns the environment configuration of the spec.
 func (s EnvSpec) Config() ClusterEnvConfig {
 	if s.Saturate != nil {

@@ -101,8 +101,8 @@ func actorConfigFromParams(payload []byte) (ActorConfig, error) {
 	if err := strictJSON(meta[metaActor], &am); err != nil {
 		return ActorConfig{}, fmt.Errorf("%s: %w", metaActor, err)
 	}
-	if spec.Machines < 1 || !(spec.Episode > 0) || !(spec.Load > 0) {
-		return ActorConfig{}, fmt.Errorf("environment %+v out of range", spec)
+	if err := spec.validate(); err != nil {
+		return ActorConfig{}, err
 	}
 	return ActorConfig{Seed: am.Seed, SegmentLen: am.SegmentLen, Env: spec.Config(), Policy: pcfg}, nil
 }

@@ -138,3 +138,35 @@ func TestSaturationPolicy(t *testing.T) {
 		t.Fatalf("policy run placed nothing: %+v", a.Bins[len(a.Bins)-1])
 	}
 }
+
+// TestSaturationBroadcast: a remote actor configures itself from a
+// saturate run's broadcast, and refuses one whose spec is out of range.
+func TestSaturationBroadcast(t *testing.T) {
+	cfg := DefaultPolicyConfig()
+	cfg.Features = FeaturesSaturation
+	p, err := NewPolicy(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		env string
+		ok  bool
+	}{
+		{`{"machines":0,"load":0,"episode_s":0,"reward":"","reward_scale":1,"reward_baseline":"","mtbf_s":0,"saturate":{"nodes":"n.csv","pods":"p.csv","tune":1.3}}`, true},
+		{`{"machines":0,"load":0,"episode_s":0,"reward":"","reward_scale":1,"reward_baseline":"","mtbf_s":0,"saturate":{"nodes":"","pods":"p.csv","tune":1.3}}`, false},
+		{`{"machines":0,"load":0,"episode_s":0,"reward":"","reward_scale":1,"reward_baseline":"","mtbf_s":0,"saturate":{"nodes":"n.csv","pods":"p.csv","tune":-1}}`, false},
+		{`{"machines":0,"load":0,"episode_s":0,"reward":"","reward_scale":1,"reward_baseline":"","mtbf_s":0}`, false},
+	} {
+		b, err := p.EncodeParams(map[string]string{metaEnv: c.env, metaActor: `{"seed":1,"segment_len":10}`})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := actorConfigFromParams(b)
+		if (err == nil) != c.ok {
+			t.Fatalf("%s: err %v, want ok %v", c.env, err, c.ok)
+		}
+		if c.ok && (a.Env.Saturation == nil || a.Policy.Features != FeaturesSaturation) {
+			t.Fatalf("%s: actor config %+v", c.env, a)
+		}
+	}
+}
