@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // MatMul returns op(a)·op(b) for 2-D a and b, where op transposes its
@@ -484,7 +485,9 @@ func backSumAxis[T Float](n *node[T]) {
 // Reshape returns a copy of x with a new shape of the same size.
 func (tp *Tape[T]) Reshape(x *Tensor[T], shape ...int) *Tensor[T] {
 	if shapeSize(shape) != len(x.Data) {
-		panic(fmt.Sprintf("nn: Reshape: %v to %v changes the size", x.Shape, shape))
+		// A copy in the message keeps shape from escaping: a Reshape
+		// allocates nothing.
+		panic(fmt.Sprintf("nn: Reshape: %v to %v changes the size", x.Shape, slices.Clone(shape)))
 	}
 	out := tp.alloc(x.RequiresGrad, shape...)
 	copy(out.Data, x.Data)
