@@ -2,6 +2,7 @@ package rl
 
 import (
 	"math"
+	"math/rand/v2"
 	"reflect"
 	"testing"
 
@@ -167,6 +168,37 @@ func TestSaturationBroadcast(t *testing.T) {
 		}
 		if c.ok && (a.Env.Saturation == nil || a.Policy.Features != FeaturesSaturation) {
 			t.Fatalf("%s: actor config %+v", c.env, a)
+		}
+	}
+}
+
+// TestSaturationActAllocs: once warm, a policy's decision allocates
+// nothing (ranking, features, the network on the tape, sampling).
+func TestSaturationActAllocs(t *testing.T) {
+	sw := satWorkload(t)
+	cfg := DefaultPolicyConfig()
+	cfg.Candidates, cfg.Features = 8, FeaturesSaturation
+	p, err := NewPolicy(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewClusterEnv(ClusterEnvConfig{Saturation: func() (*SaturationWorkload, error) { return sw, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	d, err := e.ResetErr(3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for k := 0; k < 50; k++ {
+		a, _, _, _ := p.Act(d, rng, false)
+		d, _, _ = e.Step(a)
+	}
+	for _, greedy := range []bool{true, false} {
+		if n := testing.AllocsPerRun(200, func() { p.Act(d, rng, greedy) }); n != 0 {
+			t.Errorf("greedy %v: %v allocations a decision", greedy, n)
 		}
 	}
 }
