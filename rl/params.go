@@ -87,15 +87,32 @@ func (p *Policy) LoadParams(payload []byte) (map[string]string, error) {
 // LoadPolicy builds a policy from safetensors bytes alone (the
 // configuration comes from the metadata).
 func LoadPolicy(payload []byte) (*Policy, map[string]string, error) {
-	f, err := decodeMeta(payload)
+	st, err := nn.DecodeSafetensors(payload)
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := PolicyMeta(f)
+	if st.Metadata == nil {
+		return nil, nil, fmt.Errorf("policy file has no metadata")
+	}
+	cfg, err := PolicyMeta(st.Metadata)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := NewPolicy(cfg, 0)
+	// The metadata's sizes must match the tensors before a network of
+	// that size is built: a file claiming width 4096 over small tensors
+	// is refused without allocating it.
+	n := 0
+	for _, t := range st.Tensors {
+		k := 1
+		for _, d := range t.Shape {
+			k *= d
+		}
+		n += k
+	}
+	if want := cfg.paramCount(); n != want {
+		return nil, nil, fmt.Errorf("policy file: its tensors hold %d parameters, its config (candidates %d, hidden %d) needs %d", n, cfg.Candidates, cfg.Hidden, want)
+	}
+	p, err := newPolicy(cfg, 0, false)
 	if err != nil {
 		return nil, nil, err
 	}

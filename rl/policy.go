@@ -107,6 +107,28 @@ type Policy struct {
 
 // NewPolicy builds a policy with orthogonal initialisation from seed.
 func NewPolicy(cfg PolicyConfig, seed uint64) (*Policy, error) {
+	return newPolicy(cfg, seed, true)
+}
+
+// paramCount is the number of parameters NewPolicy makes for cfg, known
+// before making them: a policy file's tensors are checked against it
+// before a network of the size its metadata claims is built.
+func (c *PolicyConfig) paramCount() int {
+	h := c.Hidden
+	mlp := func(sizes ...int) int {
+		n := 0
+		for i := 1; i < len(sizes); i++ {
+			n += sizes[i-1]*sizes[i] + sizes[i]
+		}
+		return n
+	}
+	return mlp(CandFeatures, h, h) + mlp(CtxFeatures, h) + 2*mlp(2*h, h, 1) + mlp(2*h, ReplicaChoices) + 2*mlp(2*h, 2)
+}
+
+// newPolicy is NewPolicy; without init the weights are left as the
+// layers make them (a loaded file overwrites them: its orthogonal
+// initialisation, a QR decomposition per layer, would be wasted).
+func newPolicy(cfg PolicyConfig, seed uint64, init bool) (*Policy, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -123,15 +145,17 @@ func NewPolicy(cfg PolicyConfig, seed uint64) (*Policy, error) {
 		damp:  nn.NewLinear(ps, "damping", 2*h, 2, rng),
 		tp:    nn.NewTape[float32](),
 	}
-	orthoInit(p.cand, math.Sqrt2, rng)
-	orthoInit(p.ctx, math.Sqrt2, rng)
-	orthoInit(p.score, 0.01, rng)
-	orthoInit(p.value, 1, rng)
-	for _, l := range []*nn.Linear[float32]{p.rep, p.aff, p.damp} {
-		nn.Orthogonal(l.W, 0.01, rng)
-		clear(l.B.Data)
+	if init {
+		orthoInit(p.cand, math.Sqrt2, rng)
+		orthoInit(p.ctx, math.Sqrt2, rng)
+		orthoInit(p.score, 0.01, rng)
+		orthoInit(p.value, 1, rng)
+		for _, l := range []*nn.Linear[float32]{p.rep, p.aff, p.damp} {
+			nn.Orthogonal(l.W, 0.01, rng)
+			clear(l.B.Data)
+		}
+		p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
 	}
-	p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
 	p.one.K = cfg.Candidates
 	p.feat.Force = -1
 	p.feat.Saturation = cfg.Features == FeaturesSaturation

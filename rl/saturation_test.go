@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tegrl/tegrl/env"
@@ -200,5 +201,46 @@ func TestSaturationActAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(200, func() { p.Act(d, rng, greedy) }); n != 0 {
 			t.Errorf("greedy %v: %v allocations a decision", greedy, n)
 		}
+	}
+}
+
+// TestPolicyParamCount: the count LoadPolicy checks a file against is
+// what NewPolicy makes, and a file whose metadata claims another width
+// than its tensors hold is refused.
+func TestPolicyParamCount(t *testing.T) {
+	for _, h := range []int{1, 8, 32, 64} {
+		cfg := DefaultPolicyConfig()
+		cfg.Hidden = h
+		p, err := NewPolicy(cfg, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := cfg.paramCount(), p.Params().Count(); got != want {
+			t.Fatalf("hidden %d: paramCount %d, NewPolicy made %d", h, got, want)
+		}
+	}
+	cfg := DefaultPolicyConfig()
+	p, _ := NewPolicy(cfg, 1)
+	payload, err := p.EncodeParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := LoadPolicy(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, _ := p.EncodeParams(nil)
+	b, _ := q.EncodeParams(nil)
+	if string(a) != string(b) {
+		t.Fatal("a loaded policy differs from the saved one")
+	}
+	// The same tensors under metadata that claims another width (same
+	// length, so that the header still parses).
+	big := strings.Replace(string(payload), `\"hidden\":32`, `\"hidden\":99`, 1)
+	if big == string(payload) {
+		t.Fatal("test file has no hidden width to rewrite")
+	}
+	if _, _, err := LoadPolicy([]byte(big)); err == nil || !strings.Contains(err.Error(), "parameters") {
+		t.Fatalf("width 99 over width-32 tensors: err %v", err)
 	}
 }
