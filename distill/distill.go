@@ -227,20 +227,10 @@ func Agreement(teacher, student *rl.Policy, s *rl.Samples) float64 {
 		th, sh := teacher.Forward(tp, s, idx), student.Forward(sp, s, idx)
 		for b, i := range idx {
 			v := int(s.Valid[i])
-			if argmax(th.Node.Data[b*K:b*K+v]) == argmax(sh.Node.Data[b*K:b*K+v]) {
+			if nn.Argmax(th.Node.Data[b*K:b*K+v]) == nn.Argmax(sh.Node.Data[b*K:b*K+v]) {
 				agree++
 			}
 		}
 	}
 	return float64(agree) / float64(n)
-}
-
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
 }

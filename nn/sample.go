@@ -44,3 +44,15 @@ func SampleBeta(rng *rand.Rand, a, b float64) float64 {
 	}
 	return min(1-eps, max(eps, x/(x+y)))
 }
+
+// Argmax returns the index of the largest element of x (the first on
+// ties; 0 for an empty x): the mode of a categorical given its logits.
+func Argmax[T Float](x []T) int {
+	best := 0
+	for i, v := range x {
+		if v > x[best] {
+			best = i
+		}
+	}
+	return best
+}

@@ -228,7 +228,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 			K := data.S.K
 			for b, i := range idx {
 				v := int(data.S.Valid[i])
-				if argmax(o.node.Data[b*K:b*K+v]) == data.S.Choice[i] {
+				if nn.Argmax(o.node.Data[b*K:b*K+v]) == data.S.Choice[i] {
 					agree++
 				}
 			}

@@ -274,7 +274,7 @@ func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.A
 	logits := o.node.Data[:K]
 	var choice int
 	if greedy {
-		choice = argmax(logits[:n])
+		choice = nn.Argmax(logits[:n])
 	} else {
 		choice = sampleLogits(rng, logits[:n])
 	}
@@ -282,7 +282,7 @@ func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.A
 	switch {
 	case !p.Cfg.Replicas:
 	case greedy:
-		rep = argmax(o.rep.Data)
+		rep = nn.Argmax(o.rep.Data)
 	default:
 		rep = sampleLogits(rng, o.rep.Data)
 	}
@@ -310,19 +310,9 @@ func (p *Policy) action(s *Samples, i int) env.Action {
 	return a
 }
 
-func argmax(x []float32) int {
-	best := 0
-	for i, v := range x {
-		if v > x[best] {
-			best = i
-		}
-	}
-	return best
-}
-
 // sampleLogits draws an index with probability softmax(x).
 func sampleLogits(rng *rand.Rand, x []float32) int {
-	m := x[argmax(x)]
+	m := x[nn.Argmax(x)]
 	var sum float64
 	for _, v := range x {
 		sum += math.Exp(float64(v - m))
