@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -99,12 +100,12 @@ func (t *Transition) Equal(u *Transition) bool {
 	if a.Machines != b.Machines || a.GPUs != b.GPUs || a.Jobs != b.Jobs || a.PendingRow != b.PendingRow {
 		return false
 	}
-	if !sameF32s(a.Machine, b.Machine) || !sameF32s(a.GPU, b.GPU) || !sameF32s(a.Job, b.Job) || !sameF32s(a.Pending, b.Pending) ||
-		!sameF32s(a.Global, b.Global) || !sameF32s(a.History, b.History) || !sameInts(a.JobID, b.JobID) || !sameBools(a.Mask, b.Mask) {
+	if !slices.EqualFunc(a.Machine, b.Machine, sameF32) || !slices.EqualFunc(a.GPU, b.GPU, sameF32) || !slices.EqualFunc(a.Job, b.Job, sameF32) || !slices.EqualFunc(a.Pending, b.Pending, sameF32) ||
+		!slices.EqualFunc(a.Global, b.Global, sameF32) || !slices.EqualFunc(a.History, b.History, sameF32) || !slices.Equal(a.JobID, b.JobID) || !slices.Equal(a.Mask, b.Mask) {
 		return false
 	}
 	for r := range a.Edges {
-		if !sameInts(a.Edges[r].Src, b.Edges[r].Src) || !sameInts(a.Edges[r].Dst, b.Edges[r].Dst) || !sameF32s(a.Edges[r].Feat, b.Edges[r].Feat) {
+		if !slices.Equal(a.Edges[r].Src, b.Edges[r].Src) || !slices.Equal(a.Edges[r].Dst, b.Edges[r].Dst) || !slices.EqualFunc(a.Edges[r].Feat, b.Edges[r].Feat, sameF32) {
 			return false
 		}
 	}
@@ -113,42 +114,6 @@ func (t *Transition) Equal(u *Transition) bool {
 
 func sameF64(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
 func sameF32(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
-
-func sameF32s(a, b []float32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if math.Float32bits(a[i]) != math.Float32bits(b[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func sameInts(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func sameBools(a, b []bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
 
 // Transitions columns, in file order (docs/datasets.md). The edge columns
 // follow tcEdges, three per relation (src, dst, feat), in env.Relation

@@ -343,7 +343,7 @@ func (p *Params[T]) ReadSafetensors(r io.Reader) (map[string]string, error) {
 		if t == nil {
 			return nil, fmt.Errorf("safetensors: tensor %q is not a registered parameter", st.Name)
 		}
-		if !sameShape(t.Shape, st.Shape) {
+		if !slices.Equal(t.Shape, st.Shape) {
 			return nil, fmt.Errorf("safetensors: tensor %q has shape %v, parameter has %v", st.Name, st.Shape, t.Shape)
 		}
 	}

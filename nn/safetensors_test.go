@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -39,11 +40,11 @@ func TestSafetensorsGoldenRead(t *testing.T) {
 		t.Fatalf("%d tensors", len(f.Tensors))
 	}
 	a, _ := f.Tensor("a")
-	if a.DType != "F32" || !sameShape(a.Shape, []int{2}) || !equalF(a.Float64s(), []float64{1, -2}) {
+	if a.DType != "F32" || !slices.Equal(a.Shape, []int{2}) || !equalF(a.Float64s(), []float64{1, -2}) {
 		t.Errorf("a = %+v %v", a, a.Float64s())
 	}
 	b, _ := f.Tensor("b")
-	if b.DType != "F64" || !sameShape(b.Shape, []int{1, 1}) || !equalF(b.Float64s(), []float64{0.5}) {
+	if b.DType != "F64" || !slices.Equal(b.Shape, []int{1, 1}) || !equalF(b.Float64s(), []float64{0.5}) {
 		t.Errorf("b = %+v %v", b, b.Float64s())
 	}
 }

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Float is the element type of tensors: float32 for models, float64 for
@@ -134,20 +135,8 @@ func shapeSize(shape []int) int {
 	return n
 }
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func checkSame[T Float](op string, a, b *Tensor[T]) {
-	if !sameShape(a.Shape, b.Shape) {
+	if !slices.Equal(a.Shape, b.Shape) {
 		panic(fmt.Sprintf("nn: %s: shapes %v and %v differ", op, a.Shape, b.Shape))
 	}
 }
