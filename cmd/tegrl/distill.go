@@ -1,18 +1,15 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/distill"
-	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -90,22 +87,8 @@ held-out comparison of teacher and student).`,
 				// Offline: the decisions of recorded runs, re-created as in
 				// train --offline and labelled by the teacher.
 				var od rl.OfflineData
-				for _, dir := range strings.Split(data, ",") {
-					t, err := replay.Open(strings.TrimSpace(dir))
-					if err != nil {
-						return err
-					}
-					spec := t.Config.SchedulerSpec
-					if spec == "" {
-						spec = t.Config.Scheduler
-					}
-					mk, err := schedulerFactory(spec)
-					if err != nil {
-						return fmt.Errorf("%s: %w", dir, err)
-					}
-					if err := rl.LoadRecording(t, mk(), nil, teacher, 0.99, 1, &od); err != nil {
-						return err
-					}
+				if err := loadRecordings(data, "", teacher, 0.99, 1, &od, nil); err != nil {
+					return err
 				}
 				s = &od.S
 			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000); err != nil {
@@ -154,11 +137,8 @@ held-out comparison of teacher and student).`,
 				}
 				sum.EvalSeeds, sum.ReturnRatio = seeds, sum.Eval[0].MeanSlowdown/sum.Eval[1].MeanSlowdown
 			}
-			js, err := json.MarshalIndent(sum, "", "  ")
+			js, err := writeJSONFile(filepath.Join(out, "summary.json"), sum)
 			if err != nil {
-				return err
-			}
-			if err := os.WriteFile(filepath.Join(out, "summary.json"), append(js, '\n'), 0o644); err != nil {
 				return err
 			}
 			if jsonOut {

@@ -348,11 +348,8 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	if err := saveCurve(filepath.Join(f.out, "learning_curve.png"), res.Log, refs, cfg.Env.Saturate == nil); err != nil {
 		return err
 	}
-	js, err := json.MarshalIndent(sum, "", "  ")
+	js, err := writeJSONFile(filepath.Join(f.out, "summary.json"), sum)
 	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(f.out, "summary.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
 	if f.jsonOut {
@@ -389,33 +386,17 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		}
 	}
 	var data rl.OfflineData
-	var ref env.Scheduler
+	dirs := strings.Split(f.offline, ",")
 	if f.offRef != "" {
-		if ref, err = env.NewScheduler(f.offRef); err != nil {
+		if _, err := env.NewScheduler(f.offRef); err != nil {
 			return fmt.Errorf("--offline-ref: %w", err)
 		}
 	}
-	dirs := strings.Split(f.offline, ",")
-	for _, dir := range dirs {
-		t, err := replay.Open(strings.TrimSpace(dir))
-		if err != nil {
-			return err
-		}
-		spec := t.Config.SchedulerSpec
-		if spec == "" {
-			spec = t.Config.Scheduler
-		}
-		mk, err := schedulerFactory(spec)
-		if err != nil {
-			return fmt.Errorf("%s: %w", dir, err)
-		}
-		if ref != nil {
-			ref, _ = env.NewScheduler(f.offRef) // a fresh one per run
-		}
-		if err := rl.LoadRecording(t, mk(), ref, pol, cfg.PPO.Gamma, cfg.Env.RewardScale, &data); err != nil {
-			return err
-		}
+	err = loadRecordings(f.offline, f.offRef, pol, cfg.PPO.Gamma, cfg.Env.RewardScale, &data, func(dir, spec string) {
 		a.log.Info("offline recording", "dir", dir, "scheduler", spec, "decisions", data.Len())
+	})
+	if err != nil {
+		return err
 	}
 	ocfg := rl.DefaultOfflineConfig()
 	ocfg.Method, ocfg.Epochs, ocfg.Seed, ocfg.Beta = f.offMethod, f.offEpochs, cfg.Seed, f.awrBeta
@@ -446,11 +427,8 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		}
 		sum.EvalSeeds, sum.Eval, sum.Paired = seeds, ts.Eval, ts.Paired
 	}
-	js, err := json.MarshalIndent(sum, "", "  ")
+	js, err := writeJSONFile(filepath.Join(f.out, "summary.json"), sum)
 	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(f.out, "summary.json"), append(js, '\n'), 0o644); err != nil {
 		return err
 	}
 	if f.jsonOut {
@@ -695,4 +673,50 @@ func evalSaturation(ctx context.Context, payload []byte, spec *rl.SaturateSpec, 
 		}
 	}
 	return sums, nil
+}
+
+// loadRecordings re-creates the decisions of the recordings in dirs
+// (comma-separated folders of tegrl dataset record) for pol, each re-run
+// with its recorded scheduler (rl.LoadRecording) and, when ref names a
+// built-in scheduler, with rewards relative to a fresh one of it; loaded,
+// if not nil, is told of each folder done.
+func loadRecordings(dirs, ref string, pol *rl.Policy, gamma, scale float64, data *rl.OfflineData, loaded func(dir, spec string)) error {
+	for _, dir := range strings.Split(dirs, ",") {
+		dir = strings.TrimSpace(dir)
+		t, err := replay.Open(dir)
+		if err != nil {
+			return err
+		}
+		spec := t.Config.SchedulerSpec
+		if spec == "" {
+			spec = t.Config.Scheduler
+		}
+		mk, err := schedulerFactory(spec)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		var refSched env.Scheduler
+		if ref != "" {
+			if refSched, err = env.NewScheduler(ref); err != nil {
+				return fmt.Errorf("%s: reference: %w", dir, err)
+			}
+		}
+		if err := rl.LoadRecording(t, mk(), refSched, pol, gamma, scale, data); err != nil {
+			return err
+		}
+		if loaded != nil {
+			loaded(dir, spec)
+		}
+	}
+	return nil
+}
+
+// writeJSONFile writes v as indented JSON to path (a run's summary.json)
+// and returns the bytes.
+func writeJSONFile(path string, v any) ([]byte, error) {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return js, os.WriteFile(path, append(js, '\n'), 0o644)
 }
