@@ -106,16 +106,28 @@ func NewHeteroConv[T nn.Float](ps *nn.Params[T], name string, in [NumNodeTypes]i
 // Forward returns the new features of every node type given the current
 // ones, x[t] of shape [b's nodes of type t, in[t]].
 func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b *Batch[T]) [NumNodeTypes]*nn.Tensor[T] {
-	var out [NumNodeTypes]*nn.Tensor[T]
-	for t := range out {
-		out[t] = h.Root[t].Forward(tp, x[t])
+	// Each node type's terms (its root term, then one per relation into
+	// it) are summed in one pass.
+	var terms [NumNodeTypes][NumRelations + 1]*nn.Tensor[T]
+	var nterms [NumNodeTypes]int
+	for t := range terms {
+		terms[t][0] = h.Root[t].Forward(tp, x[t])
+		nterms[t] = 1
 	}
 	for r := Relation(0); r < NumRelations; r++ {
 		if h.Conv[r] == nil {
 			continue
 		}
 		d := r.Dst()
-		out[d] = tp.Add(out[d], h.Conv[r].Messages(tp, x[r.Src()], x[d], &b.Rel[r]))
+		terms[d][nterms[d]] = h.Conv[r].Messages(tp, x[r.Src()], x[d], &b.Rel[r])
+		nterms[d]++
+	}
+	var out [NumNodeTypes]*nn.Tensor[T]
+	for t := range out {
+		out[t] = terms[t][0]
+		if nterms[t] > 1 {
+			out[t] = tp.AddN(terms[t][:nterms[t]]...)
+		}
 	}
 	return out
 }

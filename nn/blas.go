@@ -12,8 +12,9 @@ import (
 // op(a) is m×k, op(b) is k×n and c is m×n; lda, ldb, ldc are the row strides
 // of the stored matrices. It is the only matrix product in the project: the
 // element type selects blas32 or blas64, whose implementation the openblas
-// build tag may replace.
-func gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+// build tag may replace; float32 products go to the packed AVX2 kernel of
+// [sgemm] where the CPU has one.
+func gemm[T Float](s *sgemmScratch, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
 	if m == 0 || n == 0 {
 		return
 	}
@@ -38,6 +39,10 @@ func gemm[T Float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b 
 		tB = blas.Trans
 	}
 	if unsafe.Sizeof(alpha) == 4 {
+		if alpha == 1 && useSgemm(m, n, k) {
+			s.sgemm(transA, transB, m, n, k, as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
+			return
+		}
 		blas32.Implementation().Sgemm(tA, tB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
 		return
 	}
@@ -78,11 +83,14 @@ const shortDot = 32
 // tape's products do not allocate.
 type gemmScratch[T Float] struct {
 	a, b []T
+	sg   sgemmScratch
 }
 
 // gemm is [gemm] with operands rewritten to the A·Bᵀ form when nativeBLAS.
 func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if nativeBLAS && m*n*k >= transposeMin {
+	// sgemm's packing handles every layout at the same speed.
+	kernel := unsafe.Sizeof(alpha) == 4 && alpha == 1 && useSgemm(m, n, k)
+	if nativeBLAS && !kernel && m*n*k >= transposeMin {
 		if k < shortDot && n >= 4*shortDot && !transA {
 			// Dot products this short cost more in call overhead than the
 			// axpy form loses to stores: use A·B with B stored k×n.
@@ -91,7 +99,7 @@ func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, 
 				transpose(s.b, b, n, k, ldb)
 				b, ldb = s.b, n
 			}
-			gemm(false, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+			gemm(&s.sg, false, false, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 			return
 		}
 		if transA { // stored k×m → m×k
@@ -105,7 +113,7 @@ func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, 
 			b, ldb, transB = s.b, k, true
 		}
 	}
-	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemm(&s.sg, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 func grow[T Float](s []T, n int) []T {

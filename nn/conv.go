@@ -42,7 +42,7 @@ func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 			}
 		}
 	}
-	out := tp.alloc(x.RequiresGrad || w.RequiresGrad, n, tout, cout)
+	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad, n, tout, cout) // beta 0
 	tp.scratch.gemm(false, false, n*tout, cout, kc, 1, col.Data, kc, w.Data, cout, 0, out.Data, cout)
 	tp.record(node[T]{op: opConv1D, out: out, a: x, b: w, aux: col, i0: k, i1: pad, i2: tout})
 	return out

@@ -166,6 +166,14 @@ func testGradients(t *testing.T) {
 			tn(a, m, n), tn(b, m, n))
 		add("AddBias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.AddBias(in[0], in[1]) },
 			tn(randn(rng, m*k*n), m, k, n), tn(randn(rng, n), n))
+		add("Affine", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Affine(in[0], in[1], in[2]) },
+			tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
+		add("AddN/1", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.AddN(in[0]) },
+			tn(randn(rng, m*n), m, n))
+		// Five terms take two records; in[1] appears twice.
+		add("AddN/5", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.AddN(in[0], in[1], in[2], in[1], in[3])
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
 		add("Scale", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Scale(in[0], -2.5) },
 			tn(randn(rng, m*n), m, n))
 		add("Clip", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Clip(in[0], -0.5, 0.7) },

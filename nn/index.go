@@ -10,7 +10,7 @@ import (
 // [len(idx), x.Shape[1:]...]. Indices may repeat; their gradients add up.
 func (tp *Tape[T]) GatherRows(x *Tensor[T], idx []int) *Tensor[T] {
 	nrow, stride := x.lead()
-	out := tp.allocLead(x, len(idx))
+	out := tp.allocLeadRaw(x, len(idx))
 	for i, r := range idx {
 		if r < 0 || r >= nrow {
 			panic(fmt.Sprintf("nn: GatherRows: index %d at position %d out of range [0, %d)", r, i, nrow))
@@ -35,6 +35,13 @@ func backGather[T Float](n *node[T]) {
 
 // allocLead allocates a tensor shaped like x but with first dimension n.
 func (tp *Tape[T]) allocLead(x *Tensor[T], n int) *Tensor[T] {
+	t := tp.allocLeadRaw(x, n)
+	clear(t.Data)
+	return t
+}
+
+// allocLeadRaw is allocLead without the zeroing (see [Tape.allocRaw]).
+func (tp *Tape[T]) allocLeadRaw(x *Tensor[T], n int) *Tensor[T] {
 	var buf [4]int
 	shape := append(buf[:0], x.Shape...)
 	if len(shape) == 0 {
@@ -42,7 +49,7 @@ func (tp *Tape[T]) allocLead(x *Tensor[T], n int) *Tensor[T] {
 	} else {
 		shape[0] = n
 	}
-	return tp.alloc(x.RequiresGrad, shape...)
+	return tp.allocRaw(x.RequiresGrad, shape...)
 }
 
 func checkSegments[T Float](op string, x *Tensor[T], seg []int, nseg int) {
@@ -129,7 +136,7 @@ func backSegSum[T Float](n *node[T]) {
 func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
 	checkSegments("SegmentMax", x, seg, nseg)
 	_, stride := x.lead()
-	out := tp.allocLead(x, nseg)
+	out := tp.allocLeadRaw(x, nseg)
 	counts := tp.allocInts(nseg)
 	clear(counts)
 	negInf := T(math.Inf(-1))

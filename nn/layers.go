@@ -54,7 +54,7 @@ func NewLinear[T Float](ps *Params[T], name string, in, out int, rng *rand.Rand)
 
 // Forward returns x·W + b for x of shape [N, In].
 func (l *Linear[T]) Forward(tp *Tape[T], x *Tensor[T]) *Tensor[T] {
-	return tp.AddBias(tp.MatMul(x, l.W, false, false), l.B)
+	return tp.Affine(x, l.W, l.B)
 }
 
 // MLP is a stack of Linear layers with an activation between them (none

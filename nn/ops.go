@@ -22,10 +22,87 @@ func (tp *Tape[T]) MatMul(a, b *Tensor[T], transA, transB bool) *Tensor[T] {
 	if k != k2 {
 		panic(fmt.Sprintf("nn: MatMul: inner dimensions differ: %v (trans %v) and %v (trans %v)", a.Shape, transA, b.Shape, transB))
 	}
-	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, m, n)
+	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, m, n) // beta 0: gemm writes every element
 	tp.scratch.gemm(transA, transB, m, n, k, 1, a.Data, a.Shape[1], b.Data, b.Shape[1], 0, out.Data, n)
 	tp.record(node[T]{op: opMatMul, out: out, a: a, b: b, t0: transA, t1: transB, i0: m, i1: n, i2: k})
 	return out
+}
+
+// Affine returns x·w + bias (bias added to every row), the product of a
+// linear layer. It is MatMul and AddBias in one operation: the product
+// accumulates onto rows that start as the bias, so the result is written
+// once instead of once more by a separate bias pass.
+func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
+	checkRank("Affine", x, 2)
+	checkRank("Affine", w, 2)
+	m, k, n := x.Shape[0], x.Shape[1], w.Shape[1]
+	if w.Shape[0] != k {
+		panic(fmt.Sprintf("nn: Affine: inner dimensions differ: %v and %v", x.Shape, w.Shape))
+	}
+	if len(bias.Data) != n {
+		panic(fmt.Sprintf("nn: Affine: bias shape %v does not match %d outputs", bias.Shape, n))
+	}
+	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias.RequiresGrad, m, n)
+	for r := 0; r < m; r++ {
+		copy(out.Data[r*n:(r+1)*n], bias.Data)
+	}
+	tp.scratch.gemm(false, false, m, n, k, 1, x.Data, k, w.Data, n, 1, out.Data, n)
+	tp.record(node[T]{op: opAffine, out: out, a: x, b: w, c: bias, i0: m, i1: n, i2: k})
+	return out
+}
+
+func (tp *Tape[T]) backAffine(n *node[T]) {
+	tp.backMatMul(n)
+	if gb := gradOf(n.c); gb != nil {
+		g, c := n.out.Grad, len(gb)
+		for r := 0; r < len(g)/c; r++ {
+			for j, v := range g[r*c : (r+1)*c] {
+				gb[j] += v
+			}
+		}
+	}
+}
+
+// AddN returns the elementwise sum of xs, which must all have the same
+// shape, in one pass: a chain of Adds writes every partial sum.
+func (tp *Tape[T]) AddN(xs ...*Tensor[T]) *Tensor[T] {
+	if len(xs) == 0 {
+		panic("nn: AddN of nothing")
+	}
+	rg := false
+	for _, x := range xs {
+		checkSame("AddN", xs[0], x)
+		rg = rg || x.RequiresGrad
+	}
+	out := tp.allocRaw(rg, xs[0].Shape...)
+	copy(out.Data, xs[0].Data)
+	for _, x := range xs[1:] {
+		addTo(out.Data, x.Data)
+	}
+	if out.RequiresGrad {
+		// The tape keeps the inputs; a record has room for three, so
+		// longer sums are recorded as a chain of nodes that share out.
+		for i := 0; i < len(xs); i += 3 {
+			nd := node[T]{op: opAddN, out: out, a: xs[i]}
+			if i+1 < len(xs) {
+				nd.b = xs[i+1]
+			}
+			if i+2 < len(xs) {
+				nd.c = xs[i+2]
+			}
+			tp.record(nd)
+		}
+	}
+	return out
+}
+
+func backAddN[T Float](n *node[T]) {
+	g := n.out.Grad
+	for _, x := range [3]*Tensor[T]{n.a, n.b, n.c} {
+		if gx, fresh := gradFor(x); gx != nil {
+			accumulate(gx, g, fresh)
+		}
+	}
 }
 
 func (tp *Tape[T]) backMatMul(n *node[T]) {
@@ -33,28 +110,36 @@ func (tp *Tape[T]) backMatMul(n *node[T]) {
 	a, b, g := n.a, n.b, n.out.Grad
 	m, nn, k := n.i0, n.i1, n.i2
 	lda, ldb := a.Shape[1], b.Shape[1]
-	if ga := gradOf(a); ga != nil {
+	if ga, fresh := gradFor(a); ga != nil {
+		beta := T(1)
+		if fresh {
+			beta = 0
+		}
 		switch {
 		case !n.t0 && !n.t1: // dA[m,k] += dC·Bᵀ
-			gemm(false, true, m, k, nn, 1, g, nn, b.Data, ldb, 1, ga, lda)
+			gemm(false, true, m, k, nn, 1, g, nn, b.Data, ldb, beta, ga, lda)
 		case !n.t0 && n.t1: // dA[m,k] += dC·B
-			gemm(false, false, m, k, nn, 1, g, nn, b.Data, ldb, 1, ga, lda)
+			gemm(false, false, m, k, nn, 1, g, nn, b.Data, ldb, beta, ga, lda)
 		case n.t0 && !n.t1: // dA[k,m] += B·dCᵀ
-			gemm(false, true, k, m, nn, 1, b.Data, ldb, g, nn, 1, ga, lda)
+			gemm(false, true, k, m, nn, 1, b.Data, ldb, g, nn, beta, ga, lda)
 		default: // dA[k,m] += Bᵀ·dCᵀ
-			gemm(true, true, k, m, nn, 1, b.Data, ldb, g, nn, 1, ga, lda)
+			gemm(true, true, k, m, nn, 1, b.Data, ldb, g, nn, beta, ga, lda)
 		}
 	}
-	if gb := gradOf(b); gb != nil {
+	if gb, fresh := gradFor(b); gb != nil {
+		beta := T(1)
+		if fresh {
+			beta = 0
+		}
 		switch {
 		case !n.t0 && !n.t1: // dB[k,n] += Aᵀ·dC
-			gemm(true, false, k, nn, m, 1, a.Data, lda, g, nn, 1, gb, ldb)
+			gemm(true, false, k, nn, m, 1, a.Data, lda, g, nn, beta, gb, ldb)
 		case !n.t0 && n.t1: // dB[n,k] += dCᵀ·A
-			gemm(true, false, nn, k, m, 1, g, nn, a.Data, lda, 1, gb, ldb)
+			gemm(true, false, nn, k, m, 1, g, nn, a.Data, lda, beta, gb, ldb)
 		case n.t0 && !n.t1: // dB[k,n] += A·dC
-			gemm(false, false, k, nn, m, 1, a.Data, lda, g, nn, 1, gb, ldb)
+			gemm(false, false, k, nn, m, 1, a.Data, lda, g, nn, beta, gb, ldb)
 		default: // dB[n,k] += dCᵀ·Aᵀ
-			gemm(true, true, nn, k, m, 1, g, nn, a.Data, lda, 1, gb, ldb)
+			gemm(true, true, nn, k, m, 1, g, nn, a.Data, lda, beta, gb, ldb)
 		}
 	}
 }
@@ -62,7 +147,7 @@ func (tp *Tape[T]) backMatMul(n *node[T]) {
 // Add returns a+b elementwise; the shapes must match.
 func (tp *Tape[T]) Add(a, b *Tensor[T]) *Tensor[T] {
 	checkSame("Add", a, b)
-	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, a.Shape...)
 	for i, x := range a.Data {
 		out.Data[i] = x + b.Data[i]
 	}
@@ -73,7 +158,7 @@ func (tp *Tape[T]) Add(a, b *Tensor[T]) *Tensor[T] {
 // Sub returns a-b elementwise; the shapes must match.
 func (tp *Tape[T]) Sub(a, b *Tensor[T]) *Tensor[T] {
 	checkSame("Sub", a, b)
-	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, a.Shape...)
 	for i, x := range a.Data {
 		out.Data[i] = x - b.Data[i]
 	}
@@ -83,13 +168,17 @@ func (tp *Tape[T]) Sub(a, b *Tensor[T]) *Tensor[T] {
 
 func backAddSub[T Float](n *node[T]) {
 	g := n.out.Grad
-	if ga := gradOf(n.a); ga != nil {
-		for i, v := range g {
-			ga[i] += v
-		}
+	if ga, fresh := gradFor(n.a); ga != nil {
+		accumulate(ga, g, fresh)
 	}
-	if gb := gradOf(n.b); gb != nil {
+	if gb, fresh := gradFor(n.b); gb != nil {
 		s := T(n.f0)
+		if fresh {
+			for i, v := range g {
+				gb[i] = s * v
+			}
+			return
+		}
 		for i, v := range g {
 			gb[i] += s * v
 		}
@@ -99,7 +188,7 @@ func backAddSub[T Float](n *node[T]) {
 // Mul returns a*b elementwise; the shapes must match.
 func (tp *Tape[T]) Mul(a, b *Tensor[T]) *Tensor[T] {
 	checkSame("Mul", a, b)
-	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, a.Shape...)
 	for i, x := range a.Data {
 		out.Data[i] = x * b.Data[i]
 	}
@@ -125,7 +214,7 @@ func backMul[T Float](n *node[T]) {
 // argument (to a on ties). The shapes must match.
 func (tp *Tape[T]) Minimum(a, b *Tensor[T]) *Tensor[T] {
 	checkSame("Minimum", a, b)
-	out := tp.alloc(a.RequiresGrad || b.RequiresGrad, a.Shape...)
+	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, a.Shape...)
 	for i, x := range a.Data {
 		out.Data[i] = min(x, b.Data[i])
 	}
@@ -154,7 +243,7 @@ func (tp *Tape[T]) AddBias(x, b *Tensor[T]) *Tensor[T] {
 	if len(b.Data) != c {
 		panic(fmt.Sprintf("nn: AddBias: bias shape %v does not match rows of %v", b.Shape, x.Shape))
 	}
-	out := tp.alloc(x.RequiresGrad || b.RequiresGrad, x.Shape...)
+	out := tp.allocRaw(x.RequiresGrad || b.RequiresGrad, x.Shape...)
 	for r := 0; r < x.rows(); r++ {
 		xr, or := x.Data[r*c:(r+1)*c], out.Data[r*c:(r+1)*c]
 		for j, v := range xr {
@@ -184,7 +273,7 @@ func backAddBias[T Float](n *node[T]) {
 
 // Scale returns s*x.
 func (tp *Tape[T]) Scale(x *Tensor[T], s float64) *Tensor[T] {
-	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	out := tp.allocRaw(x.RequiresGrad, x.Shape...)
 	st := T(s)
 	for i, v := range x.Data {
 		out.Data[i] = st * v
@@ -205,7 +294,7 @@ func backScale[T Float](n *node[T]) {
 // Clip returns x clamped to [lo, hi]. Elements outside the interval get no
 // gradient, as in PPO's clipped ratio.
 func (tp *Tape[T]) Clip(x *Tensor[T], lo, hi float64) *Tensor[T] {
-	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	out := tp.allocRaw(x.RequiresGrad, x.Shape...)
 	l, h := T(lo), T(hi)
 	for i, v := range x.Data {
 		out.Data[i] = min(max(v, l), h)
@@ -285,7 +374,7 @@ func sigmoid(x float64) float64 {
 }
 
 func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
-	out := tp.alloc(x.RequiresGrad, x.Shape...)
+	out := tp.allocRaw(x.RequiresGrad, x.Shape...)
 	y := out.Data
 	switch k {
 	case unaryReLU:
@@ -325,17 +414,34 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 		for i, v := range x.Data {
 			y[i] = T(softplus(f64(v)))
 		}
+	default:
+		panic(fmt.Sprintf("nn: unknown unary operation %d", k))
 	}
 	tp.record(node[T]{op: opUnary, out: out, a: x, unary: k})
 	return out
 }
 
 func backUnary[T Float](n *node[T]) {
-	gx := gradOf(n.a)
+	gx, fresh := gradFor(n.a)
 	if gx == nil {
 		return
 	}
 	x, y, g := n.a.Data, n.out.Data, n.out.Grad
+	if fresh {
+		if n.unary == unaryReLU { // the common case writes directly
+			x = x[:len(g)]
+			gx = gx[:len(g)]
+			for i, v := range g {
+				var d T // a conditional move, not a branch on the sign
+				if x[i] > 0 {
+					d = v
+				}
+				gx[i] = d
+			}
+			return
+		}
+		clear(gx)
+	}
 	switch n.unary {
 	case unaryReLU:
 		for i, v := range g {
@@ -489,17 +595,15 @@ func (tp *Tape[T]) Reshape(x *Tensor[T], shape ...int) *Tensor[T] {
 		// allocates nothing.
 		panic(fmt.Sprintf("nn: Reshape: %v to %v changes the size", x.Shape, slices.Clone(shape)))
 	}
-	out := tp.alloc(x.RequiresGrad, shape...)
+	out := tp.allocRaw(x.RequiresGrad, shape...)
 	copy(out.Data, x.Data)
 	tp.record(node[T]{op: opReshape, out: out, a: x})
 	return out
 }
 
 func backReshape[T Float](n *node[T]) {
-	if ga := gradOf(n.a); ga != nil {
-		for i, v := range n.out.Grad {
-			ga[i] += v
-		}
+	if ga, fresh := gradFor(n.a); ga != nil {
+		accumulate(ga, n.out.Grad, fresh)
 	}
 }
 
@@ -515,7 +619,7 @@ func (tp *Tape[T]) Concat(a, b *Tensor[T], axis int) *Tensor[T] {
 		if a.Shape[1] != b.Shape[1] {
 			panic(fmt.Sprintf("nn: Concat rows: %v and %v", a.Shape, b.Shape))
 		}
-		out = tp.alloc(rg, a.Shape[0]+b.Shape[0], a.Shape[1])
+		out = tp.allocRaw(rg, a.Shape[0]+b.Shape[0], a.Shape[1])
 		copy(out.Data, a.Data)
 		copy(out.Data[len(a.Data):], b.Data)
 	case 1:
@@ -523,7 +627,7 @@ func (tp *Tape[T]) Concat(a, b *Tensor[T], axis int) *Tensor[T] {
 			panic(fmt.Sprintf("nn: Concat columns: %v and %v", a.Shape, b.Shape))
 		}
 		r, ca, cb := a.Shape[0], a.Shape[1], b.Shape[1]
-		out = tp.alloc(rg, r, ca+cb)
+		out = tp.allocRaw(rg, r, ca+cb)
 		for i := 0; i < r; i++ {
 			copy(out.Data[i*(ca+cb):], a.Data[i*ca:(i+1)*ca])
 			copy(out.Data[i*(ca+cb)+ca:], b.Data[i*cb:(i+1)*cb])
@@ -537,20 +641,27 @@ func (tp *Tape[T]) Concat(a, b *Tensor[T], axis int) *Tensor[T] {
 
 func backConcat[T Float](n *node[T]) {
 	g := n.out.Grad
-	ga, gb := gradOf(n.a), gradOf(n.b)
+	// When a and b are one tensor only the first is fresh, and every
+	// element is written through a before b adds to it.
+	ga, fa := gradFor(n.a)
+	gb, fb := gradFor(n.b)
 	if n.i0 == 0 {
-		addTo(ga, g[:len(n.a.Data)])
-		addTo(gb, g[len(n.a.Data):])
+		if ga != nil {
+			accumulate(ga, g[:len(n.a.Data)], fa)
+		}
+		if gb != nil {
+			accumulate(gb, g[len(n.a.Data):], fb)
+		}
 		return
 	}
 	r, ca, cb := n.a.Shape[0], n.a.Shape[1], n.b.Shape[1]
 	for i := 0; i < r; i++ {
 		row := g[i*(ca+cb) : (i+1)*(ca+cb)]
 		if ga != nil {
-			addTo(ga[i*ca:(i+1)*ca], row[:ca])
+			accumulate(ga[i*ca:(i+1)*ca], row[:ca], fa)
 		}
 		if gb != nil {
-			addTo(gb[i*cb:(i+1)*cb], row[ca:])
+			accumulate(gb[i*cb:(i+1)*cb], row[ca:], fb)
 		}
 	}
 }
@@ -581,11 +692,11 @@ func (tp *Tape[T]) Slice(x *Tensor[T], axis, from, to int) *Tensor[T] {
 	}
 	var out *Tensor[T]
 	if axis == 0 {
-		out = tp.alloc(x.RequiresGrad, to-from, c)
+		out = tp.allocRaw(x.RequiresGrad, to-from, c)
 		copy(out.Data, x.Data[from*c:to*c])
 	} else {
 		w := to - from
-		out = tp.alloc(x.RequiresGrad, r, w)
+		out = tp.allocRaw(x.RequiresGrad, r, w)
 		for i := 0; i < r; i++ {
 			copy(out.Data[i*w:(i+1)*w], x.Data[i*c+from:i*c+to])
 		}

@@ -1,6 +1,9 @@
 package nn
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // This file holds the operations that graph neural networks need beyond
 // gather and segment reductions. They live here, not in the gnn package,
@@ -94,6 +97,11 @@ func backSpMM[T Float](n *node[T]) {
 func axpy[T Float](y []T, a T, x []T) {
 	y = y[:len(x)]
 	j := 0
+	if unsafe.Sizeof(a) == 4 && haveSgemmKernel && len(x) >= 8 {
+		// Eight lanes per AVX multiply-add: 64-element rows in 2 steps.
+		j = len(x) &^ 7
+		axpyAVX(&as32(y)[0], float32(a), &as32(x)[0], j)
+	}
 	for ; j+4 <= len(x); j += 4 {
 		xs, ys := x[j:j+4:j+4], y[j:j+4:j+4]
 		ys[0] += a * xs[0]

@@ -1,6 +1,9 @@
 package nn
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // Tape records operations for reverse-mode differentiation and owns the
 // tensors it returns. See the package documentation for the reuse scheme.
@@ -34,6 +37,20 @@ func (tp *Tape[T]) Len() int { return len(tp.nodes) }
 
 // alloc returns a zeroed tape-owned tensor of the given shape.
 func (tp *Tape[T]) alloc(requiresGrad bool, shape ...int) *Tensor[T] {
+	t := tp.allocRaw(requiresGrad, shape...)
+	clear(t.Data)
+	return t
+}
+
+// poisonRaw makes allocRaw fill its tensors with NaN, so that the tests
+// (TestMain sets it) catch an operation that leaves an element unwritten;
+// Backward then also fills the not-yet-zeroed gradients with NaN.
+var poisonRaw bool
+
+// allocRaw is [Tape.alloc] without the zeroing, for operations that write
+// every element of their result: on large graphs the clearing was a
+// quarter of a forward pass, a whole extra sweep over memory per tensor.
+func (tp *Tape[T]) allocRaw(requiresGrad bool, shape ...int) *Tensor[T] {
 	var t *Tensor[T]
 	if tp.used < len(tp.pool) {
 		t = tp.pool[tp.used]
@@ -47,11 +64,16 @@ func (tp *Tape[T]) alloc(requiresGrad bool, shape ...int) *Tensor[T] {
 		t.Data = make([]T, n)
 	} else {
 		t.Data = t.Data[:n]
-		clear(t.Data)
+	}
+	if poisonRaw {
+		for i := range t.Data {
+			t.Data[i] = T(math.NaN())
+		}
 	}
 	t.setShape(shape)
 	t.RequiresGrad = requiresGrad
 	t.Grad = t.Grad[:0]
+	t.gradStale = false
 	return t
 }
 
@@ -89,7 +111,16 @@ func (tp *Tape[T]) Backward(loss *Tensor[T]) {
 	}
 	for _, t := range tp.pool[:tp.used] {
 		if t.RequiresGrad {
-			t.Grad = growZero(t.Grad, len(t.Data))
+			if cap(t.Grad) < len(t.Data) {
+				t.Grad = make([]T, len(t.Data))
+			}
+			t.Grad = t.Grad[:len(t.Data)]
+			t.gradStale = true
+			if poisonRaw {
+				for i := range t.Grad {
+					t.Grad[i] = T(math.NaN())
+				}
+			}
 		}
 	}
 	for i := range tp.nodes {
@@ -99,9 +130,16 @@ func (tp *Tape[T]) Backward(loss *Tensor[T]) {
 		ensureGrad(n.c)
 	}
 	ensureGrad(loss)
-	loss.Grad[0]++
+	gradOf(loss)[0]++
 	for i := len(tp.nodes) - 1; i >= 0; i-- {
-		tp.backward(&tp.nodes[i])
+		n := &tp.nodes[i]
+		if n.out.gradStale {
+			continue // nothing reached this output: its gradient is zero
+		}
+		tp.backward(n)
+	}
+	for _, t := range tp.pool[:tp.used] {
+		gradOf(t) // outputs nothing used still get their zero gradient
 	}
 }
 
@@ -110,15 +148,6 @@ func ensureGrad[T Float](t *Tensor[T]) {
 	if t != nil && t.RequiresGrad && len(t.Grad) != len(t.Data) {
 		t.Grad = make([]T, len(t.Data))
 	}
-}
-
-func growZero[T Float](s []T, n int) []T {
-	if cap(s) < n {
-		return make([]T, n)
-	}
-	s = s[:n]
-	clear(s)
-	return s
 }
 
 type opKind uint8
@@ -130,6 +159,8 @@ const (
 	opMul
 	opMin
 	opAddBias
+	opAffine
+	opAddN
 	opScale
 	opClip
 	opUnary
@@ -187,6 +218,10 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		backMin(n)
 	case opAddBias:
 		backAddBias(n)
+	case opAffine:
+		tp.backAffine(n)
+	case opAddN:
+		backAddN(n)
 	case opScale:
 		backScale(n)
 	case opClip:

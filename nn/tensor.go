@@ -25,6 +25,11 @@ type Tensor[T Float] struct {
 	RequiresGrad bool
 
 	shapeBuf [4]int // backing store for Shape, to avoid an allocation per tensor
+
+	// gradStale marks a tape tensor's Grad as not yet zeroed in the
+	// current backward pass: gradOf zeroes it on first use, right before
+	// the first accumulation, instead of in one sweep over every buffer.
+	gradStale bool
 }
 
 // NewTensor returns a tensor that uses data (not a copy) with the given
@@ -152,7 +157,33 @@ func gradOf[T Float](t *Tensor[T]) []T {
 	if t == nil || !t.RequiresGrad {
 		return nil
 	}
+	if t.gradStale {
+		clear(t.Grad)
+		t.gradStale = false
+	}
 	return t.Grad
+}
+
+// gradFor is gradOf for a caller that writes every element of the
+// gradient: fresh reports a buffer not yet zeroed in this backward pass,
+// which the caller overwrites instead of adding to (saving the zeroing).
+func gradFor[T Float](t *Tensor[T]) (g []T, fresh bool) {
+	if t == nil || !t.RequiresGrad {
+		return nil, false
+	}
+	fresh = t.gradStale
+	t.gradStale = false
+	return t.Grad, fresh
+}
+
+// accumulate adds src to dst, or copies it when dst is fresh (see
+// [gradFor]); a nil dst is skipped.
+func accumulate[T Float](dst, src []T, fresh bool) {
+	if fresh {
+		copy(dst[:len(src)], src)
+		return
+	}
+	addTo(dst, src)
 }
 
 // f64 is a shorthand for float64 conversion in math-heavy code.

@@ -1,0 +1,179 @@
+package nn
+
+import (
+	"runtime"
+	"sync"
+)
+
+// A packed float32 matrix product for the default (pure-Go) build on CPUs
+// with AVX2 and FMA. gonum's Sgemm computes every output element as one SSE
+// dot product (10-17 GFLOP/s here); this one is the classic GotoBLAS
+// structure: B is packed into 16-column panels, A into 6-row panels, and an
+// assembly kernel keeps a 6×16 tile of C in twelve AVX registers while it
+// walks the shared dimension. Packing also absorbs the transposes, so every
+// layout runs at the same speed.
+const (
+	sgemmMR = 6   // rows of the register tile
+	sgemmNR = 16  // columns of the register tile (two AVX registers)
+	sgemmKC = 256 // depth of a packed block: a B panel of 16 KB stays in L1
+)
+
+// sgemmParallelMin is the smallest m·n·k for which sgemm splits the rows
+// between goroutines; below it a goroutine costs more than it saves.
+const sgemmParallelMin = 1 << 18
+
+// sgemmScratch holds the packing buffers of one caller (a tape), reused
+// from product to product so that a product allocates nothing.
+type sgemmScratch struct {
+	b       []float32  // the packed B block: one kc×16 panel per 16 columns
+	workers []sgemmBuf // one per goroutine of a parallel product
+}
+
+// sgemmBuf holds one goroutine's buffers.
+type sgemmBuf struct {
+	a    []float32 // six rows of op(A), kc wide, where A cannot be read in place
+	tile [sgemmMR * sgemmNR]float32
+}
+
+// useSgemm reports whether a float32 product of this shape goes to sgemm:
+// below four rows the packing of B costs more than gonum's dot products
+// (narrow or shallow products lose little to the padding of the tile).
+func useSgemm(m, n, k int) bool {
+	return haveSgemmKernel && m >= 4
+}
+
+// sgemm computes c = op(a)·op(b) + beta·c like [gemm] with alpha 1.
+func (s *sgemmScratch) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	if beta != 0 && beta != 1 {
+		for i := 0; i < m; i++ {
+			row := c[i*ldc : i*ldc+n]
+			for j := range row {
+				row[j] *= beta
+			}
+		}
+		beta = 1
+	}
+	workers := 1
+	if m*n*k >= sgemmParallelMin {
+		workers = min(runtime.GOMAXPROCS(0), (m+sgemmMR-1)/sgemmMR)
+	}
+	if len(s.workers) < workers {
+		s.workers = make([]sgemmBuf, workers)
+	}
+	panels := (n + sgemmNR - 1) / sgemmNR
+	for p0 := 0; p0 < k; p0 += sgemmKC {
+		kb := min(sgemmKC, k-p0)
+		s.b = grow(s.b, panels*kb*sgemmNR)
+		packB(s.b, transB, b, ldb, p0, kb, n)
+		acc := beta == 1 || p0 > 0
+		if workers == 1 {
+			sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, acc)
+			continue
+		}
+		s.parallel(workers, transA, a, lda, m, p0, kb, n, c, ldc, acc)
+	}
+}
+
+// parallel splits sgemmRows evenly by row panels between workers
+// goroutines (the caller being one), which all read the packed B.
+func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p0, kb, n int, c []float32, ldc int, acc bool) {
+	var wg sync.WaitGroup
+	rowPanels := (m + sgemmMR - 1) / sgemmMR
+	for w := 1; w < workers; w++ {
+		i0 := rowPanels * w / workers * sgemmMR
+		i1 := min(m, rowPanels*(w+1)/workers*sgemmMR)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sgemmRows(&s.workers[w], s.b, transA, a, lda, i0, i1, m, p0, kb, n, c, ldc, acc)
+		}()
+	}
+	sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, min(m, rowPanels/workers*sgemmMR), m, p0, kb, n, c, ldc, acc)
+	wg.Wait()
+}
+
+// sgemmRows computes rows [i0, i1) of one depth block [p0, p0+kb) of the
+// product from the packed B in bpack, adding to c when acc.
+func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0, i1, m, p0, kb, n int, c []float32, ldc int, acc bool) {
+	const mr, nr = sgemmMR, sgemmNR
+	buf.a = grow(buf.a, mr*kb)
+	tile := buf.tile[:]
+	for i := i0; i < i1; i += mr {
+		rows := min(mr, m-i)
+		// Six whole rows of an untransposed A are read in place; a
+		// transposed A or the last, partial panel is copied first.
+		ap, ldp := buf.a, kb
+		if !transA && rows == mr {
+			_ = a[(i+mr-1)*lda+p0+kb-1]
+			ap, ldp = a[i*lda+p0:], lda
+		} else {
+			packA(ap, transA, a, lda, i, rows, p0, kb)
+		}
+		for j := 0; j < n; j += nr {
+			cols := min(nr, n-j)
+			bp := bpack[j*kb : (j+nr)*kb]
+			if rows == mr && cols == nr {
+				_ = c[(i+mr-1)*ldc+j+nr-1] // the kernel writes this far
+				sgemmKernel6x16(kb, &ap[0], ldp, &bp[0], &c[i*ldc+j], ldc, acc)
+				continue
+			}
+			sgemmKernel6x16(kb, &ap[0], ldp, &bp[0], &tile[0], nr, false)
+			for r := 0; r < rows; r++ {
+				dst := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
+				src := tile[r*nr : r*nr+cols]
+				if acc {
+					for x, v := range src {
+						dst[x] += v
+					}
+				} else {
+					copy(dst, src)
+				}
+			}
+		}
+	}
+}
+
+// packA writes rows [i, i+rows) and columns [p0, p0+kb) of op(a) into ap
+// as six rows of kb (zero beyond rows).
+func packA(ap []float32, transA bool, a []float32, lda, i, rows, p0, kb int) {
+	ap = ap[:sgemmMR*kb]
+	if rows < sgemmMR {
+		clear(ap[rows*kb:])
+	}
+	if transA { // op(a)[i+r, p] = a[p*lda + i+r]: six contiguous per p
+		for p := 0; p < kb; p++ {
+			for r, v := range a[(p0+p)*lda+i : (p0+p)*lda+i+rows] {
+				ap[r*kb+p] = v
+			}
+		}
+		return
+	}
+	for r := 0; r < rows; r++ { // op(a)[i+r, p] = a[(i+r)*lda + p]
+		copy(ap[r*kb:(r+1)*kb], a[(i+r)*lda+p0:])
+	}
+}
+
+// packB writes rows [p0, p0+kb) of op(b) (k×n) into bp as one kb×16 panel
+// per 16 columns, zero beyond n.
+func packB(bp []float32, transB bool, b []float32, ldb, p0, kb, n int) {
+	const nr = sgemmNR
+	for j := 0; j < n; j += nr {
+		cols := min(nr, n-j)
+		panel := bp[j*kb : (j+nr)*kb]
+		if cols < nr {
+			clear(panel)
+		}
+		if transB { // op(b)[p, j+c] = b[(j+c)*ldb + p]
+			for col := 0; col < cols; col++ {
+				src := b[(j+col)*ldb+p0 : (j+col)*ldb+p0+kb]
+				for p, v := range src {
+					panel[p*nr+col] = v
+				}
+			}
+			continue
+		}
+		for p := 0; p < kb; p++ { // op(b)[p, j+c] = b[p*ldb + j+c]
+			copy(panel[p*nr:p*nr+cols], b[(p0+p)*ldb+j:(p0+p)*ldb+j+cols])
+		}
+	}
+}

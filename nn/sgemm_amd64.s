@@ -1,0 +1,144 @@
+//go:build amd64 && !openblas && !purego
+
+#include "textflag.h"
+
+// func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc bool)
+//
+// c[0:6, 0:16] (row stride ldc) = (acc ? c : 0) + Σ_p a[r*lda+p]·b[p*16+j]:
+// a is six rows of A read in place (row stride lda), b a packed 16-column
+// panel of B, k deep. Y0-Y11 hold the 6×16 tile, Y12-Y13 a row of b,
+// Y14-Y15 the broadcast elements of a. k must be at least 1.
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-49
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	MOVQ b+24(FP), DI
+	MOVQ c+32(FP), DX
+	MOVQ ldc+40(FP), R8
+	SHLQ $2, R8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+	VXORPS Y10, Y10, Y10
+	VXORPS Y11, Y11, Y11
+
+loop:
+	VMOVUPS (DI), Y12
+	VMOVUPS 32(DI), Y13
+	VBROADCASTSS (SI), Y14
+	VFMADD231PS Y12, Y14, Y0
+	VFMADD231PS Y13, Y14, Y1
+	VBROADCASTSS (SI)(R10*1), Y15
+	VFMADD231PS Y12, Y15, Y2
+	VFMADD231PS Y13, Y15, Y3
+	VBROADCASTSS (SI)(R10*2), Y14
+	VFMADD231PS Y12, Y14, Y4
+	VFMADD231PS Y13, Y14, Y5
+	VBROADCASTSS (R11), Y15
+	VFMADD231PS Y12, Y15, Y6
+	VFMADD231PS Y13, Y15, Y7
+	VBROADCASTSS (R11)(R10*1), Y14
+	VFMADD231PS Y12, Y14, Y8
+	VFMADD231PS Y13, Y14, Y9
+	VBROADCASTSS (R11)(R10*2), Y15
+	VFMADD231PS Y12, Y15, Y10
+	VFMADD231PS Y13, Y15, Y11
+	ADDQ $4, SI
+	ADDQ $4, R11
+	ADDQ $64, DI
+	DECQ CX
+	JNZ loop
+
+	MOVBLZX acc+48(FP), AX
+	TESTQ AX, AX
+	JZ store
+	MOVQ DX, R9
+	VADDPS (R9), Y0, Y0
+	VADDPS 32(R9), Y1, Y1
+	ADDQ R8, R9
+	VADDPS (R9), Y2, Y2
+	VADDPS 32(R9), Y3, Y3
+	ADDQ R8, R9
+	VADDPS (R9), Y4, Y4
+	VADDPS 32(R9), Y5, Y5
+	ADDQ R8, R9
+	VADDPS (R9), Y6, Y6
+	VADDPS 32(R9), Y7, Y7
+	ADDQ R8, R9
+	VADDPS (R9), Y8, Y8
+	VADDPS 32(R9), Y9, Y9
+	ADDQ R8, R9
+	VADDPS (R9), Y10, Y10
+	VADDPS 32(R9), Y11, Y11
+
+store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y2, (DX)
+	VMOVUPS Y3, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y4, (DX)
+	VMOVUPS Y5, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y6, (DX)
+	VMOVUPS Y7, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y8, (DX)
+	VMOVUPS Y9, 32(DX)
+	ADDQ R8, DX
+	VMOVUPS Y10, (DX)
+	VMOVUPS Y11, 32(DX)
+	VZEROUPPER
+	RET
+
+// func axpyAVX(y *float32, a float32, x *float32, n int)
+//
+// y[0:n] += a·x[0:n] for n a multiple of 8.
+TEXT ·axpyAVX(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y0
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+loop32:
+	CMPQ CX, $32
+	JLT loop8
+	VMOVUPS 0(SI), Y1
+	VMOVUPS 32(SI), Y2
+	VMOVUPS 64(SI), Y3
+	VMOVUPS 96(SI), Y4
+	VFMADD213PS 0(DI), Y0, Y1
+	VFMADD213PS 32(DI), Y0, Y2
+	VFMADD213PS 64(DI), Y0, Y3
+	VFMADD213PS 96(DI), Y0, Y4
+	VMOVUPS Y1, 0(DI)
+	VMOVUPS Y2, 32(DI)
+	VMOVUPS Y3, 64(DI)
+	VMOVUPS Y4, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP loop32
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPS (SI), Y1
+	VFMADD213PS (DI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET

@@ -1,0 +1,15 @@
+//go:build !amd64 || openblas || purego
+
+package nn
+
+// Without the assembly kernel (other architectures, the openblas build, or
+// the purego tag) float32 products go to gonum's blas32.
+const haveSgemmKernel = false
+
+func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc bool) {
+	panic("nn: sgemmKernel6x16 without the assembly kernel")
+}
+
+func axpyAVX(y *float32, a float32, x *float32, n int) {
+	panic("nn: axpyAVX without the assembly kernel")
+}

@@ -1,0 +1,118 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// TestSgemm compares the packed kernel with a float64 triple loop on shapes
+// around its tile sizes (6×16, depth blocks of 256), every transpose case,
+// row strides wider than the rows, beta 0, 1 and 0.5, and the parallel path.
+func TestSgemm(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(7, 7))
+	type shape struct{ m, n, k int }
+	shapes := []shape{{4, 4, 4}, {6, 16, 1}, {5, 15, 7}, {7, 17, 33}, {12, 32, 64}, {13, 33, 255},
+		{6, 16, 256}, {11, 20, 257}, {37, 5, 600}, {64, 64, 64}, {100, 70, 90}, {301, 64, 64}}
+	for _, s := range shapes {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, beta := range []float32{0, 1, 0.5} {
+					name := fmt.Sprintf("m=%d/n=%d/k=%d/tA=%v/tB=%v/beta=%v", s.m, s.n, s.k, tA, tB, beta)
+					checkSgemm(t, rng, name, s.m, s.n, s.k, tA, tB, beta)
+				}
+			}
+		}
+	}
+}
+
+func checkSgemm(t *testing.T, rng *rand.Rand, name string, m, n, k int, tA, tB bool, beta float32) {
+	t.Helper()
+	ar, ac := m, k
+	if tA {
+		ar, ac = k, m
+	}
+	br, bc := k, n
+	if tB {
+		br, bc = n, k
+	}
+	lda, ldb, ldc := ac+3, bc+1, n+5 // strides wider than the rows
+	a := randSlice(rng, ar*lda)
+	b := randSlice(rng, br*ldb)
+	c := randSlice(rng, m*ldc)
+	want := make([]float64, len(c))
+	for i := range c {
+		want[i] = float64(c[i])
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < n; j++ {
+			var sum float64
+			for p := 0; p < k; p++ {
+				var av, bv float32
+				if tA {
+					av = a[p*lda+i]
+				} else {
+					av = a[i*lda+p]
+				}
+				if tB {
+					bv = b[j*ldb+p]
+				} else {
+					bv = b[p*ldb+j]
+				}
+				sum += float64(av) * float64(bv)
+			}
+			want[i*ldc+j] = sum + float64(beta)*float64(c[i*ldc+j])
+		}
+	}
+	var s sgemmScratch
+	s.sgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+	tol := 1e-5 * math.Sqrt(float64(k))
+	for i := range c {
+		if d := math.Abs(float64(c[i]) - want[i]); d > tol*(1+math.Abs(want[i])) {
+			t.Fatalf("%s: c[%d] = %v, want %v (the padding beyond column n must stay as it was)", name, i, c[i], want[i])
+		}
+	}
+}
+
+func randSlice(rng *rand.Rand, n int) []float32 {
+	s := make([]float32, n)
+	for i := range s {
+		s[i] = float32(rng.NormFloat64())
+	}
+	return s
+}
+
+// TestSgemmParallel runs a product above sgemmParallelMin, which splits its
+// rows between goroutines, against the same product on one goroutine.
+func TestSgemmParallel(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	checkSgemm(t, rng, "parallel", 203, 130, 300, false, true, 1)
+	checkSgemm(t, rng, "parallel-tA", 97, 64, 1000, true, false, 0)
+}
+
+// TestAxpy checks axpy, whose float32 form runs the AVX kernel on multiples
+// of eight and scalar code on the rest, against a plain loop.
+func TestAxpy(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 9))
+	for n := 0; n <= 70; n++ {
+		x, y := randSlice(rng, n+1), randSlice(rng, n+1)
+		want := slices.Clone(y)
+		for i := 0; i < n; i++ {
+			want[i] += 0.75 * x[i]
+		}
+		axpy(y[:n], 0.75, x[:n])
+		for i := range y {
+			if math.Abs(float64(y[i]-want[i])) > 1e-6*(1+math.Abs(float64(want[i]))) {
+				t.Fatalf("n=%d: y[%d] = %v, want %v (element %d is past the end)", n, i, y[i], want[i], n)
+			}
+		}
+	}
+}
