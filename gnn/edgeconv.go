@@ -107,7 +107,7 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 			return tp.SpMM(ptr, idx, w, z)
 		}
 		ptr, idx, w := e.sparse(rowsEdgeTail)
-		u := tp.SegmentMax(tp.SpMM(ptr, idx, w, z), adj.Dst, adj.NumDst())
+		u := tp.SpMMSegmentMax(ptr, idx, w, z, adj.Dst, adj.NumDst())
 		ptr, idx, w = e.sparse(rowsHead)
 		return tp.Add(u, tp.SpMM(ptr, idx, w, z))
 	}

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 )
 
@@ -26,26 +27,8 @@ import (
 // The weights are constants: they receive no gradient. ptr and idx are kept by
 // reference until Backward; w is copied.
 func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
-	if len(ptr) == 0 {
-		panic("nn: SpMM: empty row pointer (want len(ptr) = rows+1)")
-	}
-	if w != nil && len(w) != len(idx) {
-		panic(fmt.Sprintf("nn: SpMM: %d weights for %d indices", len(w), len(idx)))
-	}
-	if ptr[0] != 0 || ptr[len(ptr)-1] != len(idx) {
-		panic(fmt.Sprintf("nn: SpMM: row pointer spans [%d, %d), want [0, %d)", ptr[0], ptr[len(ptr)-1], len(idx)))
-	}
-	nrow, stride := x.lead()
-	for i := 1; i < len(ptr); i++ {
-		if ptr[i] < ptr[i-1] {
-			panic(fmt.Sprintf("nn: SpMM: row pointer decreases at row %d", i-1))
-		}
-	}
-	for e, r := range idx {
-		if r < 0 || r >= nrow {
-			panic(fmt.Sprintf("nn: SpMM: index %d at position %d out of range [0, %d)", r, e, nrow))
-		}
-	}
+	checkCSR("SpMM", ptr, idx, w, x)
+	_, stride := x.lead()
 	out := tp.allocLead(x, len(ptr)-1)
 	for i := 0; i+1 < len(ptr); i++ {
 		or := out.Data[i*stride : (i+1)*stride]
@@ -67,6 +50,135 @@ func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 	}
 	tp.record(node[T]{op: opSpMM, out: out, a: x, idx: idx, ints: ptr, aux: wt})
 	return out
+}
+
+// checkCSR panics unless ptr, idx and w describe a sparse matrix over the
+// rows of x.
+func checkCSR[T Float](op string, ptr, idx []int, w []T, x *Tensor[T]) {
+	if len(ptr) == 0 {
+		panic(fmt.Sprintf("nn: %s: empty row pointer (want len(ptr) = rows+1)", op))
+	}
+	if w != nil && len(w) != len(idx) {
+		panic(fmt.Sprintf("nn: %s: %d weights for %d indices", op, len(w), len(idx)))
+	}
+	if ptr[0] != 0 || ptr[len(ptr)-1] != len(idx) {
+		panic(fmt.Sprintf("nn: %s: row pointer spans [%d, %d), want [0, %d)", op, ptr[0], ptr[len(ptr)-1], len(idx)))
+	}
+	for i := 1; i < len(ptr); i++ {
+		if ptr[i] < ptr[i-1] {
+			panic(fmt.Sprintf("nn: %s: row pointer decreases at row %d", op, i-1))
+		}
+	}
+	nrow, _ := x.lead()
+	for e, r := range idx {
+		if r < 0 || r >= nrow {
+			panic(fmt.Sprintf("nn: %s: index %d at position %d out of range [0, %d)", op, r, e, nrow))
+		}
+	}
+}
+
+// SpMMSegmentMax returns SegmentMax(SpMM(ptr, idx, w, x), seg, nseg): the
+// rows of the sparse product (messages, one per edge) are reduced by an
+// elementwise maximum per segment (destination) as they are computed, so
+// the message matrix, one row per edge and the largest tensor of a
+// max-aggregating graph layer, is never stored; nor is its gradient. The
+// backward pass recomputes each message (the same operations in the same
+// order, so bitwise equal) to find the rows that attained the maximum.
+// Ties, empty segments and the weights are as in [Tape.SegmentMax] and
+// [Tape.SpMM].
+func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int, nseg int) *Tensor[T] {
+	checkCSR("SpMMSegmentMax", ptr, idx, w, x)
+	if len(seg) != len(ptr)-1 {
+		panic(fmt.Sprintf("nn: SpMMSegmentMax: %d segment ids for %d rows", len(seg), len(ptr)-1))
+	}
+	for i, s := range seg {
+		if s < 0 || s >= nseg {
+			panic(fmt.Sprintf("nn: SpMMSegmentMax: segment id %d at row %d out of range [0, %d)", s, i, nseg))
+		}
+	}
+	_, stride := x.lead()
+	out := tp.allocLeadRaw(x, nseg)
+	msg := tp.alloc(false, stride).Data
+	counts := tp.allocInts(nseg)
+	clear(counts)
+	negInf := T(math.Inf(-1))
+	for i := range out.Data {
+		out.Data[i] = negInf
+	}
+	for e, s := range seg {
+		counts[s]++
+		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x.Data, stride)
+		or := out.Data[s*stride : (s+1)*stride]
+		or = or[:len(msg)]
+		for j, v := range msg {
+			or[j] = max(or[j], v)
+		}
+	}
+	for s, c := range counts {
+		if c == 0 {
+			clear(out.Data[s*stride : (s+1)*stride])
+		}
+	}
+	var wt *Tensor[T]
+	if w != nil && out.RequiresGrad {
+		wt = tp.alloc(false, len(w))
+		copy(wt.Data, w)
+	}
+	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: wt, aux2: tp.alloc(false, stride)})
+	return out
+}
+
+// spmmRow writes Σ w[e]·x[idx[e]] over e in [from, to) into dst (w nil:
+// weights 1).
+func spmmRow[T Float](dst []T, from, to int, idx []int, w []T, x []T, stride int) {
+	clear(dst)
+	for e := from; e < to; e++ {
+		xr := x[idx[e]*stride : (idx[e]+1)*stride]
+		if w == nil {
+			axpy(dst, 1, xr)
+		} else {
+			axpy(dst, w[e], xr)
+		}
+	}
+}
+
+func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
+	ga := gradOf(n.a)
+	if ga == nil {
+		return
+	}
+	_, stride := n.a.lead()
+	ptr, idx, x := n.ints, n.idx, n.a.Data
+	var w []T
+	if n.aux != nil {
+		w = n.aux.Data
+	}
+	msg := n.aux2.Data
+	// One bit per output element, set once its gradient is routed (the
+	// first maximal row wins ties, as in SegmentMax).
+	done := tp.allocInts((len(n.out.Data) + 63) / 64)
+	clear(done)
+	for e, s := range n.seg {
+		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x, stride)
+		or, g := n.out.Data[s*stride:(s+1)*stride], n.out.Grad[s*stride:(s+1)*stride]
+		for j, v := range msg {
+			if v != or[j] {
+				continue
+			}
+			bit := s*stride + j
+			if done[bit/64]&(1<<(bit%64)) != 0 {
+				continue
+			}
+			done[bit/64] |= 1 << (bit % 64)
+			for k := ptr[e]; k < ptr[e+1]; k++ {
+				wk := T(1)
+				if w != nil {
+					wk = w[k]
+				}
+				ga[idx[k]*stride+j] += wk * g[j]
+			}
+		}
+	}
 }
 
 func backSpMM[T Float](n *node[T]) {

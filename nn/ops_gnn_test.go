@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"unsafe"
 )
 
 // randCSR returns a row pointer and indices for rows rows over n source
@@ -120,5 +122,98 @@ func TestSpMMAllocs(t *testing.T) {
 	step()
 	if a := testing.AllocsPerRun(20, step); a != 0 {
 		t.Errorf("%v allocs per step, want 0", a)
+	}
+}
+
+// TestSpMMSegmentMax checks the fused operation against the composition
+// SegmentMax(SpMM(...)) it replaces, on graphs with empty segments and with
+// tied messages (repeated edges): the same values bit for bit, and the
+// same gradients, bit for bit in float64; in float32 the composition's
+// backward adds with AVX fused multiply-adds where the fused operation
+// rounds the product first, so gradients agree to a few ulps.
+func TestSpMMSegmentMax(t *testing.T) {
+	testSpMMSegmentMax[float64](t)
+	testSpMMSegmentMax[float32](t)
+}
+
+func testSpMMSegmentMax[T Float](t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	for rep := 0; rep < 6; rep++ {
+		rows, n, d, nseg := 3+rng.IntN(12), 1+rng.IntN(5), 1+rng.IntN(20), 1+rng.IntN(5)
+		ptr, idx := randCSR(rng, rows, n)
+		seg := make([]int, rows)
+		for i := range seg {
+			seg[i] = rng.IntN(nseg)
+		}
+		if rows >= 4 { // a tie: row 3 repeats row 0 in the same segment
+			ptr, idx = appendRowCopy(ptr, idx, 0)
+			seg = append(seg, seg[0])
+		}
+		var w []T
+		if rep%2 == 1 {
+			for range idx {
+				w = append(w, T(rng.NormFloat64()))
+			}
+		}
+		x := NewTensor(make([]T, n*d), n, d)
+		for i := range x.Data {
+			x.Data[i] = T(rng.NormFloat64())
+		}
+		r := make([]T, nseg*d)
+		for i := range r {
+			r[i] = T(rng.NormFloat64())
+		}
+		run := func(fused bool) (out, grad []T) {
+			x.RequiresGrad, x.Grad = true, make([]T, len(x.Data))
+			tp := NewTape[T]()
+			var y *Tensor[T]
+			if fused {
+				y = tp.SpMMSegmentMax(ptr, idx, w, x, seg, nseg)
+			} else {
+				y = tp.SegmentMax(tp.SpMM(ptr, idx, w, x), seg, nseg)
+			}
+			tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(r, nseg, d))))
+			return slices.Clone(y.Data), slices.Clone(x.Grad)
+		}
+		wantOut, wantGrad := run(false)
+		gotOut, gotGrad := run(true)
+		if !slices.Equal(gotOut, wantOut) {
+			t.Fatalf("rep %d: values %v, composition %v", rep, gotOut, wantOut)
+		}
+		tol := 0.0
+		if unsafe.Sizeof(T(0)) == 4 {
+			tol = 1e-6
+		}
+		for i := range gotGrad {
+			if d := math.Abs(float64(gotGrad[i] - wantGrad[i])); d > tol*math.Abs(float64(wantGrad[i])) {
+				t.Fatalf("rep %d: gradient %v, composition %v", rep, gotGrad, wantGrad)
+			}
+		}
+	}
+}
+
+// appendRowCopy appends a copy of row r of a CSR matrix as a new last row.
+func appendRowCopy(ptr, idx []int, r int) ([]int, []int) {
+	idx = append(idx, idx[ptr[r]:ptr[r+1]]...)
+	return append(ptr, len(idx)), idx
+}
+
+func TestSpMMSegmentMaxGradients(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for rep := 0; rep < 4; rep++ {
+		rows, n, d, nseg := 2+rng.IntN(8), 1+rng.IntN(5), 1+rng.IntN(4), 1+rng.IntN(4)
+		ptr, idx := randCSR(rng, rows, n)
+		seg := make([]int, rows)
+		for i := range seg {
+			seg[i] = rng.IntN(nseg + 1) % nseg
+		}
+		w := randn(rng, len(idx))
+		checkGrad(t, rng, gradCase{
+			name: fmt.Sprintf("SpMMSegmentMax/%d", rep),
+			in:   []*Tensor[float64]{tn(randn(rng, n*d), n, d)},
+			f: func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+				return tp.SpMMSegmentMax(ptr, idx, w, in[0], seg, nseg)
+			},
+		})
 	}
 }

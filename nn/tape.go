@@ -185,6 +185,7 @@ const (
 	opConv1D
 	opLayerNorm
 	opSpMM // ops_gnn.go
+	opSpMMSegMax
 )
 
 // node is one recorded operation. It is a plain struct (not a closure) so
@@ -197,6 +198,7 @@ type node[T Float] struct {
 	aux     *Tensor[T] // saved intermediate (log-probabilities, im2col, x-hat)
 	aux2    *Tensor[T]
 	idx     []int // caller's indices (gather, segments, targets)
+	seg     []int // caller's segment ids, where idx holds other indices
 	ints    []int // tape-owned indices (argmax, counts)
 	mask    []bool
 	i0, i1  int
@@ -270,6 +272,8 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		backLayerNorm(n)
 	case opSpMM:
 		backSpMM(n)
+	case opSpMMSegMax:
+		tp.backSpMMSegMax(n)
 	default:
 		panic(fmt.Sprintf("nn: unknown op %d", n.op))
 	}
