@@ -205,7 +205,7 @@ func TestSpMMSegmentMaxGradients(t *testing.T) {
 		ptr, idx := randCSR(rng, rows, n)
 		seg := make([]int, rows)
 		for i := range seg {
-			seg[i] = rng.IntN(nseg + 1) % nseg
+			seg[i] = rng.IntN(nseg+1) % nseg
 		}
 		w := randn(rng, len(idx))
 		checkGrad(t, rng, gradCase{
