@@ -27,23 +27,26 @@ type Config struct {
 	Seed        uint64          `json:"seed"`
 }
 
-// DefaultConfig: a width-8 student, T = 2, 20 epochs of minibatches of 256
-// at lr 3e-3.
+// DefaultConfig: a width-8 MLP student (a GNN teacher's student has no
+// graph encoder), T = 2, 20 epochs of minibatches of 256 at lr 3e-3.
 func DefaultConfig(teacher rl.PolicyConfig) Config {
 	s := teacher
-	s.Hidden = 8
+	s.Hidden, s.Encoder = 8, ""
 	return Config{Student: s, Temperature: 2, Epochs: 20, Minibatch: 256, LR: 3e-3, VFCoef: 0.5, Seed: 1}
 }
 
 // Collect runs the teacher, sampling as in training, on episodes of spec
-// (seeds from seed on) until n decisions are gathered, and returns them.
-func Collect(ctx context.Context, teacher *rl.Policy, spec rl.EnvSpec, n int, seed uint64) (*rl.Samples, error) {
+// (seeds from seed on) until n decisions are gathered, and returns them;
+// graph adds graph rows (for a GNN policy that did not act).
+func Collect(ctx context.Context, teacher *rl.Policy, spec rl.EnvSpec, n int, seed uint64, graph bool) (*rl.Samples, error) {
 	e, err := rl.NewClusterEnv(spec.Config())
 	if err != nil {
 		return nil, err
 	}
 	defer e.Close()
-	s := &rl.Samples{K: teacher.Cfg.Candidates}
+	s := new(rl.Samples)
+	s.Configure(teacher.Cfg)
+	s.WithGraph = s.WithGraph || graph
 	rng := rand.New(rand.NewPCG(seed, 0x64697374696c6c))
 	for ep := uint64(0); s.Len() < n; ep++ {
 		if ctx.Err() != nil {

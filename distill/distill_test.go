@@ -25,7 +25,7 @@ func TestDistill(t *testing.T) {
 		}
 	}
 	spec := rl.EnvSpec{Machines: 32, Load: 0.9, Episode: 1800}
-	s, err := Collect(context.Background(), teacher, spec, 600, 1)
+	s, err := Collect(context.Background(), teacher, spec, 600, 1, false)
 	if err != nil {
 		t.Fatal(err)
 	}

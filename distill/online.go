@@ -73,6 +73,11 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 		defer cl.Close()
 		lt, at = cl, cl.NewActor(1)
 	}
+	// The visited states, labelled by the teacher: with graph rows when
+	// either network needs them.
+	var all rl.Samples
+	all.Configure(cfg.Student)
+	all.WithGraph = all.WithGraph || teacher.Cfg.Encoder == rl.EncoderGNN
 	student, err := rl.NewPolicy(cfg.Student, cfg.Seed)
 	if err != nil {
 		return nil, nil, err
@@ -89,7 +94,7 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 		return nil, nil, err
 	}
 	actor, err := rl.NewActor(rl.ActorConfig{ID: 1, Seed: cfg.Seed, SegmentLen: cfg.SegmentLen,
-		SyncSegments: cfg.Decisions / cfg.SegmentLen, Env: cfg.Env.Config(), Policy: cfg.Student}, at)
+		SyncSegments: cfg.Decisions / cfg.SegmentLen, Env: cfg.Env.Config(), Policy: cfg.Student, Graph: all.WithGraph}, at)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,8 +104,6 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 	go func() { defer wg.Done(); actErr = actor.Run(ctx) }()
 	defer func() { cancel(); wg.Wait() }()
 
-	var all rl.Samples
-	all.K = cfg.Student.Candidates
 	var seg rl.Segment
 	var out []Stats
 	for round := 1; round <= cfg.Rounds; round++ {
@@ -111,7 +114,7 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 				return nil, nil, ctx.Err()
 			case f = <-lt.Segments():
 			}
-			if err := rl.DecodeSegment(f.Payload, &seg, all.K); err != nil {
+			if err := rl.DecodeSegment(f.Payload, &seg, all.K, all.WithGraph); err != nil {
 				return nil, nil, fmt.Errorf("distill online: %w", err)
 			}
 			for i := 0; i < seg.Len(); i++ {

@@ -83,7 +83,7 @@ func NewHeteroConv[T nn.Float](ps *nn.Params[T], name string, in [NumNodeTypes]i
 		switch kinds[r] {
 		case ConvNone:
 		case ConvSAGE:
-			h.Conv[r] = newSAGEMessages(ps, rn, s, out, rng)
+			h.Conv[r] = NewSAGEMessages(ps, rn, s, out, rng)
 		case ConvEdgeMax, ConvEdgeMean:
 			if s != d {
 				panic(fmt.Sprintf("gnn: NewHeteroConv: EdgeConv on %s needs equal widths, have %d and %d", r, s, d))

@@ -29,14 +29,17 @@ type SAGE[T nn.Float] struct {
 // name+".bias" (zero) in ps and returns a SAGE layer from inSrc-wide
 // source rows and inDst-wide destination rows to out-wide rows.
 func NewSAGE[T nn.Float](ps *nn.Params[T], name string, inSrc, inDst, out int, rng *rand.Rand) *SAGE[T] {
-	l := newSAGEMessages(ps, name, inSrc, out, rng)
+	l := NewSAGEMessages(ps, name, inSrc, out, rng)
 	l.Root = ps.New(name+".root", inDst, out)
 	nn.XavierUniform(l.Root, inDst, out, 1, rng)
 	l.Bias = ps.New(name+".bias", out)
 	return l
 }
 
-func newSAGEMessages[T nn.Float](ps *nn.Params[T], name string, inSrc, out int, rng *rand.Rand) *SAGE[T] {
+// NewSAGEMessages registers name+".neigh" (Xavier-uniform) in ps and
+// returns a SAGE layer without root weight or bias: its Messages are one
+// relation's term of a heterogeneous sum (see [HeteroConv]).
+func NewSAGEMessages[T nn.Float](ps *nn.Params[T], name string, inSrc, out int, rng *rand.Rand) *SAGE[T] {
 	l := &SAGE[T]{Neigh: ps.New(name+".neigh", inSrc, out)}
 	nn.XavierUniform(l.Neigh, inSrc, out, 1, rng)
 	return l

@@ -24,6 +24,9 @@ type ActorConfig struct {
 	SyncSegments int
 	Env          ClusterEnvConfig
 	Policy       PolicyConfig
+	// Graph adds graph rows to the segments even when the policy does not
+	// need them (a GNN teacher labels an MLP student's decisions).
+	Graph bool
 	// IdleTimeout stops the actor when no newer parameters arrived for
 	// this long (0: never): a learner that finished or died leaves no
 	// orphans behind.
@@ -87,7 +90,8 @@ func NewActor(cfg ActorConfig, tr transport.ActorTransport) (*Actor, error) {
 	}
 	src := rand.NewPCG(cfg.Seed, 0x6163746f72000000|uint64(cfg.ID))
 	a := &Actor{cfg: cfg, tr: tr, pol: pol, env: e, log: cfg.Logger.With("actor", cfg.ID), src: src, rng: rand.New(src)}
-	a.one.K = cfg.Policy.Candidates
+	a.one.Configure(cfg.Policy)
+	a.one.WithGraph = a.one.WithGraph || cfg.Graph
 	return a, nil
 }
 
@@ -155,7 +159,7 @@ func (a *Actor) Run(ctx context.Context) error {
 	defer a.env.Close()
 	a.lastNewer = time.Now()
 	K := a.cfg.Policy.Candidates
-	a.seg.Reset(K)
+	a.seg.Reset(K, a.one.WithGraph)
 	var d Decision
 	var err error
 	resumeWait := false
@@ -204,7 +208,7 @@ func (a *Actor) Run(ctx context.Context) error {
 			if err := a.refresh(ctx, true); err != nil {
 				return quiet(err)
 			}
-			a.seg.Reset(K)
+			a.seg.Reset(K, a.one.WithGraph)
 		case a.seg.Len() == a.cfg.SegmentLen:
 			// The decision after a full segment is its bootstrap sample.
 			if !a.seg.Done[a.seg.Len()-1] {
@@ -218,7 +222,7 @@ func (a *Actor) Run(ctx context.Context) error {
 			if err := a.refresh(ctx, wait); err != nil {
 				return quiet(err)
 			}
-			a.seg.Reset(K)
+			a.seg.Reset(K, a.one.WithGraph)
 		}
 		a.seg.Steps.CopyFrom(&a.one, 0)
 		i := a.seg.Len() - 1

@@ -38,6 +38,9 @@ type Featurizer struct {
 	Saturation bool
 	fgd        env.FGD
 	ranked     []env.Ranked
+	// The cluster whose rack positions pos holds (graph rows).
+	topo *env.Cluster
+	pos  []int32
 }
 
 // Append adds d's sample to s and reports whether there is one: false when
@@ -145,6 +148,9 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 	}
 	copy(ctx, t.Global)
 	copy(ctx[env.GlobalFeatures:], t.Pending)
+	if s.WithGraph {
+		f.fillGraph(s.graphRows(j), st, t.History, f.cand)
+	}
 	s.Valid[j] = int32(len(f.cand))
 	if obs.Job.Service >= 0 {
 		s.Service[j] = 1

@@ -104,7 +104,8 @@ func NewLearner(cfg TrainConfig, tr transport.LearnerTransport) (*Learner, error
 		}
 	}
 	l := &Learner{Cfg: cfg, Pol: pol, tr: tr, tp: nn.NewTape[float32](), start: time.Now()}
-	l.batch.K, l.boot.K = cfg.Policy.Candidates, cfg.Policy.Candidates
+	l.batch.Configure(cfg.Policy)
+	l.boot.Configure(cfg.Policy)
 	if l.PPO, err = NewPPO(batchModel{pol, &l.batch}, cfg.PPO, cfg.Seed); err != nil {
 		return nil, err
 	}
@@ -186,7 +187,7 @@ func (l *Learner) collect(ctx context.Context) ([]EpisodeResult, error) {
 			l.staleQueued++
 			continue
 		}
-		if err := DecodeSegment(f.Payload, &l.seg, l.Cfg.Policy.Candidates); err != nil {
+		if err := DecodeSegment(f.Payload, &l.seg, l.Cfg.Policy.Candidates, l.batch.WithGraph); err != nil {
 			l.badSegments++ // garbage from an actor: dropped and counted
 			l.Cfg.Logger.Warn("learner: dropping a bad segment", "actor", f.Actor, "seq", f.Seq, "err", err)
 			continue

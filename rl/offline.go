@@ -92,7 +92,9 @@ func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma
 	if sched.Name() != t.Config.Scheduler {
 		return fmt.Errorf("offline %s: recorded by %q, re-run with %q", t.Dir, t.Config.Scheduler, sched.Name())
 	}
-	data.S.K = pol.Cfg.Candidates
+	if data.Len() == 0 {
+		data.S.Configure(pol.Cfg)
+	}
 	start := data.Len()
 	rec := &offlineRec{inner: sched, pol: pol, data: data, rng: rand.New(rand.NewPCG(t.Config.Seed, 0x6f66666c696e65)), last: -1}
 	sim, err := env.NewSim(t.Cluster, t.Workload, rec, t.SimConfig(sched, replay.GovernorRecorded))

@@ -58,6 +58,10 @@ type PolicyConfig struct {
 	// time-stepped simulation) or FeaturesSaturation (the FGD saturation
 	// experiment's; see appendSaturation).
 	Features string `json:"features,omitempty"`
+	// Encoder names the candidate encoder: "" (an MLP on each candidate's
+	// row) or EncoderGNN (temporal and graph layers on the decision's
+	// candidate graph, see graph.go).
+	Encoder string `json:"encoder,omitempty"`
 }
 
 // FeaturesSaturation is PolicyConfig.Features for the saturation preset.
@@ -72,6 +76,12 @@ func DefaultPolicyConfig() PolicyConfig {
 func (c *PolicyConfig) validate() error {
 	if c.Features != "" && c.Features != FeaturesSaturation {
 		return fmt.Errorf("policy config: features %q, want \"\" or %q", c.Features, FeaturesSaturation)
+	}
+	if c.Encoder != "" && c.Encoder != EncoderGNN {
+		return fmt.Errorf("policy config: unknown encoder %q (want \"\" or %q)", c.Encoder, EncoderGNN)
+	}
+	if c.Encoder == EncoderGNN && c.Features != "" {
+		return fmt.Errorf("policy config: the %s encoder needs the cluster features, not %q", c.Encoder, c.Features)
 	}
 	if c.Candidates < 1 || c.Candidates > 4096 || c.Hidden < 1 || c.Hidden > 4096 {
 		return fmt.Errorf("policy config: candidates %d, hidden %d out of range [1, 4096]", c.Candidates, c.Hidden)
@@ -97,6 +107,7 @@ type Policy struct {
 
 	cand, ctx, score, value *nn.MLP[float32]
 	rep, aff, damp          *nn.Linear[float32]
+	enc                     *gnnEncoder // in place of cand with EncoderGNN
 
 	// Inference scratch (Act).
 	tp   *nn.Tape[float32]
@@ -122,7 +133,11 @@ func (c *PolicyConfig) paramCount() int {
 		}
 		return n
 	}
-	return mlp(CandFeatures, h, h) + mlp(CtxFeatures, h) + 2*mlp(2*h, h, 1) + mlp(2*h, ReplicaChoices) + 2*mlp(2*h, 2)
+	enc := mlp(CandFeatures, h, h)
+	if c.Encoder == EncoderGNN {
+		enc = gnnParams(h)
+	}
+	return enc + mlp(CtxFeatures, h) + 2*mlp(2*h, h, 1) + mlp(2*h, ReplicaChoices) + 2*mlp(2*h, 2)
 }
 
 // newPolicy is NewPolicy; without init the weights are left as the
@@ -135,18 +150,22 @@ func newPolicy(cfg PolicyConfig, seed uint64, init bool) (*Policy, error) {
 	rng := rand.New(rand.NewPCG(seed, 0x706f6c2d696e6974)) // "pol-init"
 	ps := nn.NewParams[float32]()
 	h := cfg.Hidden
-	p := &Policy{Cfg: cfg, ps: ps,
-		cand:  nn.NewMLP(ps, "cand", []int{CandFeatures, h, h}, nn.ActTanh, rng),
-		ctx:   nn.NewMLP(ps, "ctx", []int{CtxFeatures, h}, nn.ActTanh, rng),
-		score: nn.NewMLP(ps, "score", []int{2 * h, h, 1}, nn.ActTanh, rng),
-		value: nn.NewMLP(ps, "value", []int{2 * h, h, 1}, nn.ActTanh, rng),
-		rep:   nn.NewLinear(ps, "replica", 2*h, ReplicaChoices, rng),
-		aff:   nn.NewLinear(ps, "affinity", 2*h, 2, rng),
-		damp:  nn.NewLinear(ps, "damping", 2*h, 2, rng),
-		tp:    nn.NewTape[float32](),
+	p := &Policy{Cfg: cfg, ps: ps, tp: nn.NewTape[float32]()}
+	if cfg.Encoder == EncoderGNN {
+		p.enc = newGNNEncoder(ps, h, rng)
+	} else {
+		p.cand = nn.NewMLP(ps, "cand", []int{CandFeatures, h, h}, nn.ActTanh, rng)
 	}
+	p.ctx = nn.NewMLP(ps, "ctx", []int{CtxFeatures, h}, nn.ActTanh, rng)
+	p.score = nn.NewMLP(ps, "score", []int{2 * h, h, 1}, nn.ActTanh, rng)
+	p.value = nn.NewMLP(ps, "value", []int{2 * h, h, 1}, nn.ActTanh, rng)
+	p.rep = nn.NewLinear(ps, "replica", 2*h, ReplicaChoices, rng)
+	p.aff = nn.NewLinear(ps, "affinity", 2*h, 2, rng)
+	p.damp = nn.NewLinear(ps, "damping", 2*h, 2, rng)
 	if init {
-		orthoInit(p.cand, math.Sqrt2, rng)
+		if p.cand != nil {
+			orthoInit(p.cand, math.Sqrt2, rng)
+		}
 		orthoInit(p.ctx, math.Sqrt2, rng)
 		orthoInit(p.score, 0.01, rng)
 		orthoInit(p.value, 1, rng)
@@ -156,7 +175,7 @@ func newPolicy(cfg PolicyConfig, seed uint64, init bool) (*Policy, error) {
 		}
 		p.rep.B.Data[ReplicaChoices/2] = float32(cfg.ReplicaZeroBias)
 	}
-	p.one.K = cfg.Candidates
+	p.one.Configure(cfg)
 	p.feat.Force = -1
 	p.feat.Saturation = cfg.Features == FeaturesSaturation
 	return p, nil
@@ -179,8 +198,13 @@ type heads struct {
 func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
 	B, K := len(idx), s.K
 	xc, xg, mask, seg, rows := s.gather(idx)
-	hc := tp.Tanh(p.cand.Forward(tp, xc))              // [B·K × H]
-	hg := tp.Tanh(p.ctx.Forward(tp, xg))               // [B × H]
+	hg := tp.Tanh(p.ctx.Forward(tp, xg)) // [B × H]
+	var hc *nn.Tensor[float32]           // [B·K × H]
+	if p.enc != nil {
+		hc = p.enc.forward(tp, xc, hg, s.gatherGraph(idx))
+	} else {
+		hc = tp.Tanh(p.cand.Forward(tp, xc))
+	}
 	joint := tp.Concat(hc, tp.GatherRows(hg, rows), 1) // [B·K × 2H]
 	node := tp.Reshape(p.score.Forward(tp, joint), B, K)
 	pool := tp.Slice(tp.SegmentMean(hc, seg, B+1), 0, 0, B) // padded rows go to segment B

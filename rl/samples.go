@@ -23,10 +23,24 @@ type Samples struct {
 	Aff     []float32 // [S]: affinity Beta sample in (0, 1)
 	Damp    []float32 // [S]: damping Beta sample in (0, 1)
 
+	// WithGraph adds each candidate's graph row (the inputs of the GNN
+	// encoder, see GraphFeatures) in Graph: [S × K × GraphFeatures]. A
+	// policy with the GNN encoder needs them; others ignore them.
+	WithGraph bool
+	Graph     []float32
+
 	// Batch scratch.
 	xc, xg, affT, dampT, svcT, onesT *nn.Tensor[float32]
 	mask                             []bool
 	seg, rows, choice, rep           []int
+	graph                            candGraph
+}
+
+// Configure empties s for the decisions of a policy with configuration cfg:
+// its candidate count, and graph rows when its encoder needs them.
+func (s *Samples) Configure(cfg PolicyConfig) {
+	s.K, s.WithGraph = cfg.Candidates, cfg.Encoder == EncoderGNN
+	s.Reset()
 }
 
 // Len is the number of samples.
@@ -36,6 +50,7 @@ func (s *Samples) Len() int { return len(s.Valid) }
 func (s *Samples) Reset() {
 	s.Cand, s.Nodes, s.Valid, s.Ctx = s.Cand[:0], s.Nodes[:0], s.Valid[:0], s.Ctx[:0]
 	s.Service, s.Choice, s.Replica, s.Aff, s.Damp = s.Service[:0], s.Choice[:0], s.Replica[:0], s.Aff[:0], s.Damp[:0]
+	s.Graph = s.Graph[:0]
 }
 
 // grow appends one zeroed sample and returns its candidate rows, node
@@ -54,7 +69,16 @@ func (s *Samples) grow() (cand []float32, nodes []int32, ctx []float32) {
 	s.Replica = append(s.Replica, ReplicaChoices/2)
 	s.Aff = append(s.Aff, 0.5)
 	s.Damp = append(s.Damp, 0.5)
+	if s.WithGraph {
+		s.Graph = growZero(s.Graph, s.K*GraphFeatures)
+	}
 	return s.Cand[nc:], s.Nodes[nn0:], s.Ctx[nx:]
+}
+
+// graphRows returns sample i's candidate graph rows ([K × GraphFeatures]).
+func (s *Samples) graphRows(i int) []float32 {
+	n := s.K * GraphFeatures
+	return s.Graph[i*n : (i+1)*n]
 }
 
 func growZero(b []float32, n int) []float32 {
@@ -73,6 +97,9 @@ func (s *Samples) drop() {
 	s.Cand, s.Nodes = s.Cand[:n*s.K*CandFeatures], s.Nodes[:n*s.K]
 	s.Ctx, s.Valid, s.Service = s.Ctx[:n*CtxFeatures], s.Valid[:n], s.Service[:n]
 	s.Choice, s.Replica, s.Aff, s.Damp = s.Choice[:n], s.Replica[:n], s.Aff[:n], s.Damp[:n]
+	if s.WithGraph {
+		s.Graph = s.Graph[:n*s.K*GraphFeatures]
+	}
 }
 
 // SetAction records sample i's action: the candidate row, the replica
@@ -81,14 +108,21 @@ func (s *Samples) SetAction(i, choice, rep int, aff, damp float32) {
 	s.Choice[i], s.Replica[i], s.Aff[i], s.Damp[i] = choice, rep, aff, damp
 }
 
-// CopyFrom appends sample i of o (same K).
+// CopyFrom appends sample i of o (same K). Graph rows are copied when both
+// have them; s must not want them when o lacks them.
 func (s *Samples) CopyFrom(o *Samples, i int) {
+	if s.WithGraph && !o.WithGraph {
+		panic("rl: Samples.CopyFrom: copying a sample without graph rows into samples with them")
+	}
 	cand, nodes, ctx := s.grow()
 	K := o.K
 	copy(cand, o.Cand[i*K*CandFeatures:(i+1)*K*CandFeatures])
 	copy(nodes, o.Nodes[i*K:(i+1)*K])
 	copy(ctx, o.Ctx[i*CtxFeatures:(i+1)*CtxFeatures])
 	j := s.Len() - 1
+	if s.WithGraph {
+		copy(s.graphRows(j), o.graphRows(i))
+	}
 	s.Valid[j], s.Service[j] = o.Valid[i], o.Service[i]
 	s.SetAction(j, o.Choice[i], o.Replica[i], o.Aff[i], o.Damp[i])
 }
@@ -97,7 +131,8 @@ func (s *Samples) CopyFrom(o *Samples, i int) {
 func (s *Samples) Validate() error {
 	n := s.Len()
 	if s.K < 1 || len(s.Cand) != n*s.K*CandFeatures || len(s.Nodes) != n*s.K || len(s.Ctx) != n*CtxFeatures ||
-		len(s.Service) != n || len(s.Choice) != n || len(s.Replica) != n || len(s.Aff) != n || len(s.Damp) != n {
+		len(s.Service) != n || len(s.Choice) != n || len(s.Replica) != n || len(s.Aff) != n || len(s.Damp) != n ||
+		(s.WithGraph && len(s.Graph) != n*s.K*GraphFeatures) || (!s.WithGraph && len(s.Graph) != 0) {
 		return fmt.Errorf("samples: inconsistent lengths for %d samples of K=%d", n, s.K)
 	}
 	for i := 0; i < n; i++ {
@@ -123,6 +158,11 @@ func (s *Samples) Validate() error {
 	for i, x := range s.Ctx {
 		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
 			return fmt.Errorf("sample %d: context feature %d is %v", i/CtxFeatures, i%CtxFeatures, x)
+		}
+	}
+	for i, x := range s.Graph {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) || (i%GraphFeatures >= graphHistory && x < 0) {
+			return fmt.Errorf("sample %d: graph feature %d is %v", i/(s.K*GraphFeatures), i%GraphFeatures, x)
 		}
 	}
 	return nil

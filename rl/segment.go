@@ -40,9 +40,11 @@ type EpisodeResult struct {
 // Len is the number of steps.
 func (s *Segment) Len() int { return s.Steps.Len() }
 
-// Reset empties the segment for K candidates, keeping memory.
-func (s *Segment) Reset(K int) {
+// Reset empties the segment for K candidates, with graph rows or not,
+// keeping memory.
+func (s *Segment) Reset(K int, graph bool) {
 	s.Steps.K, s.Boot.K = K, K
+	s.Steps.WithGraph, s.Boot.WithGraph = graph, graph
 	s.Steps.Reset()
 	s.Boot.Reset()
 	s.LogP, s.Value, s.Reward, s.Done = s.LogP[:0], s.Value[:0], s.Reward[:0], s.Done[:0]
@@ -51,15 +53,17 @@ func (s *Segment) Reset(K int) {
 
 // segment wire format, little-endian:
 //
-//	magic "TGSG", format u16, K u16, steps u32, boot u8, episodes u16
+//	magic "TGSG", format u16, K u16, steps u32, boot u8, episodes u16,
+//	  graph u8 (1: samples carry graph rows)
 //	per step and for the boot sample: valid u16, service u8, choice u16,
 //	  replica u8, affinity f32, damping f32, ctx [CtxFeatures]f32,
-//	  candidate rows [valid × CandFeatures]f32 (padding is not sent)
+//	  candidate rows [valid × CandFeatures]f32 (padding is not sent),
+//	  with graph: graph rows [valid × GraphFeatures]f32
 //	per step: logp f32, value f32, reward f32, done u8
 //	per episode: seed u64, steps u32, completed u32, safety u32, 7 × f64
 const (
 	segMagic   = "TGSG"
-	segFormat  = 1
+	segFormat  = 2
 	maxSegLen  = 1 << 16
 	maxSegK    = 4096
 	maxSegEpis = 1024
@@ -81,6 +85,11 @@ func AppendSegment(dst []byte, s *Segment) []byte {
 	dst = le.AppendUint32(dst, uint32(n))
 	dst = append(dst, byte(s.Boot.Len()))
 	dst = le.AppendUint16(dst, uint16(len(s.Episodes)))
+	g := byte(0)
+	if s.Steps.WithGraph {
+		g = 1
+	}
+	dst = append(dst, g)
 	for i := 0; i < n; i++ {
 		dst = appendSample(dst, &s.Steps, i)
 	}
@@ -124,7 +133,11 @@ func appendSample(dst []byte, s *Samples, i int) []byte {
 	dst = appendF32(dst, s.Aff[i], s.Damp[i])
 	dst = appendF32(dst, s.Ctx[i*CtxFeatures:(i+1)*CtxFeatures]...)
 	base := i * s.K * CandFeatures
-	return appendF32(dst, s.Cand[base:base+v*CandFeatures]...)
+	dst = appendF32(dst, s.Cand[base:base+v*CandFeatures]...)
+	if s.WithGraph {
+		dst = appendF32(dst, s.graphRows(i)[:v*GraphFeatures]...)
+	}
+	return dst
 }
 
 // reader decodes little-endian fields, remembering the first shortfall.
@@ -187,8 +200,9 @@ func (r *reader) f32s(dst []float32) {
 
 // DecodeSegment parses a segment into s (reusing its memory) and validates
 // it: shapes, action ranges, finite numbers. wantK, when > 0, is the
-// candidate count of the learner's policy.
-func DecodeSegment(b []byte, s *Segment, wantK int) error {
+// candidate count of the learner's policy; wantGraph refuses a segment
+// without the graph rows its encoder needs.
+func DecodeSegment(b []byte, s *Segment, wantK int, wantGraph bool) error {
 	r := &reader{b: b}
 	if m := r.take(4); m == nil || string(m) != segMagic {
 		return fmt.Errorf("%w: magic %q", ErrSegmentFormat, m)
@@ -200,6 +214,7 @@ func DecodeSegment(b []byte, s *Segment, wantK int) error {
 	n := int(r.u32())
 	boot := int(r.u8())
 	neps := int(r.u16())
+	graph := r.u8()
 	if r.err != nil {
 		return r.err
 	}
@@ -210,13 +225,17 @@ func DecodeSegment(b []byte, s *Segment, wantK int) error {
 		return fmt.Errorf("%w: %d steps", ErrSegmentFormat, n)
 	case boot > 1 || neps > maxSegEpis:
 		return fmt.Errorf("%w: %d boot samples, %d episodes", ErrSegmentFormat, boot, neps)
+	case graph > 1:
+		return fmt.Errorf("%w: graph flag %d", ErrSegmentFormat, graph)
+	case wantGraph && graph == 0:
+		return fmt.Errorf("%w: no graph rows, which the policy's encoder needs", ErrSegmentFormat)
 	}
 	// Every step needs at least its fixed fields: refuse absurd counts
 	// before allocating for them.
 	if min := n*(12+4*CtxFeatures+13) + boot*(12+4*CtxFeatures); len(b)-r.off < min {
 		return fmt.Errorf("%w: %d steps need at least %d bytes, have %d", ErrSegmentTruncated, n, min, len(b)-r.off)
 	}
-	s.Reset(K)
+	s.Reset(K, graph == 1)
 	for i := 0; i < n; i++ {
 		readSample(r, &s.Steps)
 	}
@@ -289,13 +308,20 @@ func readSample(r *reader, s *Samples) {
 		r.err = fmt.Errorf("%w: %d valid candidates, K %d", ErrSegmentFormat, v, s.K)
 		return
 	}
-	if len(r.b)-r.off < 4*(CtxFeatures+v*CandFeatures) {
-		r.take(4 * (CtxFeatures + v*CandFeatures)) // records the truncation
+	need := CtxFeatures + v*CandFeatures
+	if s.WithGraph {
+		need += v * GraphFeatures
+	}
+	if len(r.b)-r.off < 4*need {
+		r.take(4 * need) // records the truncation
 		return
 	}
 	cand, nodes, ctx := s.grow()
 	r.f32s(ctx)
 	r.f32s(cand[:v*CandFeatures])
+	if s.WithGraph {
+		r.f32s(s.graphRows(s.Len() - 1)[:v*GraphFeatures])
+	}
 	_ = nodes // machine ids are the actor's business
 	j := s.Len() - 1
 	s.Valid[j], s.Service[j] = int32(v), float32(svc)

@@ -5,15 +5,18 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/tegrl/tegrl/env"
 )
 
-// testSegment collects a real segment from the small environment.
-func testSegment(t testing.TB, n int) *Segment {
+// testSegment collects a real segment from the small environment, with a
+// GNN policy's graph rows when encoder is EncoderGNN.
+func testSegment(t testing.TB, n int, encoder string) *Segment {
 	t.Helper()
-	p, err := NewPolicy(PolicyConfig{Candidates: 8, Hidden: 8, DampingMax: 2, ReplicaZeroBias: 4}, 1)
+	cfg := PolicyConfig{Candidates: 8, Hidden: 8, DampingMax: 2, ReplicaZeroBias: 4, Encoder: encoder}
+	p, err := NewPolicy(cfg, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -21,11 +24,11 @@ func testSegment(t testing.TB, n int) *Segment {
 	defer e.Close()
 	rng := rand.New(rand.NewPCG(1, 1))
 	var seg Segment
-	seg.Reset(8)
+	seg.Reset(8, encoder == EncoderGNN)
 	d := e.Reset(1)
 	for seg.Len() < n && d.Obs != nil {
 		var one Samples
-		one.K = 8
+		one.Configure(cfg)
 		if !p.Featurize(d, &one) {
 			d, _, _ = e.Step(env.Wait)
 			continue
@@ -38,7 +41,7 @@ func testSegment(t testing.TB, n int) *Segment {
 		seg.LogP, seg.Value, seg.Reward, seg.Done = append(seg.LogP, lp), append(seg.Value, v), append(seg.Reward, float32(r)), append(seg.Done, done)
 	}
 	var one Samples
-	one.K = 8
+	one.Configure(cfg)
 	if !p.Featurize(d, &one) {
 		t.Fatal("no bootstrap decision")
 	}
@@ -52,12 +55,30 @@ func testSegment(t testing.TB, n int) *Segment {
 // is valid; truncations and corruptions are refused with the format
 // errors.
 func TestSegmentRoundTrip(t *testing.T) {
-	seg := testSegment(t, 20)
+	for _, enc := range []string{"", EncoderGNN} {
+		t.Run("encoder="+enc, func(t *testing.T) { testSegmentRoundTrip(t, enc) })
+	}
+}
+
+func testSegmentRoundTrip(t *testing.T, enc string) {
+	graph := enc == EncoderGNN
+	seg := testSegment(t, 20, enc)
 	seg.LogP[3] = 0.7
 	b := AppendSegment(nil, seg)
 	var got Segment
-	if err := DecodeSegment(b, &got, 8); err != nil {
+	if err := DecodeSegment(b, &got, 8, graph); err != nil {
 		t.Fatal(err)
+	}
+	if got.Steps.WithGraph != graph || got.Boot.WithGraph != graph {
+		t.Fatalf("graph rows %v, %v, want %v", got.Steps.WithGraph, got.Boot.WithGraph, graph)
+	}
+	if graph && !slices.Equal(got.Steps.Graph, seg.Steps.Graph) {
+		t.Fatal("graph rows differ after the round trip")
+	}
+	if !graph {
+		if err := DecodeSegment(b, &got, 8, true); !errors.Is(err, ErrSegmentFormat) {
+			t.Fatalf("a segment without graph rows for a GNN learner: %v", err)
+		}
 	}
 	if !bytes.Equal(AppendSegment(nil, &got), b) {
 		t.Fatal("re-encoding differs")
@@ -75,23 +96,23 @@ func TestSegmentRoundTrip(t *testing.T) {
 			}
 		}
 	}
-	if err := DecodeSegment(b, &got, 16); !errors.Is(err, ErrSegmentFormat) {
+	if err := DecodeSegment(b, &got, 16, graph); !errors.Is(err, ErrSegmentFormat) {
 		t.Fatalf("wrong K: %v", err)
 	}
 	for _, cut := range []int{0, 3, 10, len(b) / 2, len(b) - 1} {
-		if err := DecodeSegment(b[:cut], &got, 8); err == nil {
+		if err := DecodeSegment(b[:cut], &got, 8, graph); err == nil {
 			t.Fatalf("truncated at %d: accepted", cut)
 		}
 	}
 	bad := append([]byte(nil), b...)
 	copy(bad[len(bad)-8:], []byte{0, 0, 0, 0, 0, 0, 0xf8, 0x7f}) // a NaN episode result
-	if err := DecodeSegment(bad, &got, 8); !errors.Is(err, ErrSegmentFormat) {
+	if err := DecodeSegment(bad, &got, 8, graph); !errors.Is(err, ErrSegmentFormat) {
 		t.Fatalf("NaN accepted: %v", err)
 	}
 	nan := *seg
 	nan.Reward = append([]float32(nil), seg.Reward...)
 	nan.Reward[1] = float32(math.Inf(1))
-	if err := DecodeSegment(AppendSegment(nil, &nan), &got, 8); !errors.Is(err, ErrSegmentFormat) {
+	if err := DecodeSegment(AppendSegment(nil, &nan), &got, 8, graph); !errors.Is(err, ErrSegmentFormat) {
 		t.Fatalf("infinite reward accepted: %v", err)
 	}
 }
@@ -99,13 +120,13 @@ func TestSegmentRoundTrip(t *testing.T) {
 // FuzzDecodeSegment: no input makes the decoder panic, and what it accepts
 // re-encodes to the same bytes.
 func FuzzDecodeSegment(f *testing.F) {
-	seg := testSegment(f, 4)
-	f.Add(AppendSegment(nil, seg))
+	f.Add(AppendSegment(nil, testSegment(f, 4, "")))
+	f.Add(AppendSegment(nil, testSegment(f, 4, EncoderGNN)))
 	f.Add([]byte("TGSG"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s Segment
-		if err := DecodeSegment(b, &s, 0); err != nil {
+		if err := DecodeSegment(b, &s, 0, false); err != nil {
 			return
 		}
 		if !bytes.Equal(AppendSegment(nil, &s), b) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -15,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/tegrl/tegrl/rl"
 	"github.com/tegrl/tegrl/rl/transport"
 )
 
@@ -240,5 +242,26 @@ func TestArmFromFile(t *testing.T) {
 	}
 	if _, err := New(Config{Arms: []ArmConfig{{Name: "a", Spec: "no-such-scheduler", Weight: 1}}}); err == nil || !strings.Contains(err.Error(), "not built in") {
 		t.Errorf("unknown scheduler: %v", err)
+	}
+}
+
+// TestArmGNNPolicy: a policy with the GNN encoder serves like any other
+// (its decisions featurise the candidates' histories and topology).
+func TestArmGNNPolicy(t *testing.T) {
+	p, err := rl.NewPolicy(rl.PolicyConfig{Candidates: 16, Hidden: 8, DampingMax: 2, ReplicaZeroBias: 4, Encoder: rl.EncoderGNN}, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.EncodeParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "policy.safetensors")
+	os.WriteFile(path, b, 0o644)
+	s := newTestService(t, Config{Arms: []ArmConfig{{Name: "a", Spec: path, Weight: 1}}})
+	for k := 0; k < 5; k++ {
+		if v := servedVersion(t, s.Handler(), fmt.Sprintf("k%d", k)); !strings.HasPrefix(v, "policy@") {
+			t.Fatalf("serving %q", v)
+		}
 	}
 }

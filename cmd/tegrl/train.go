@@ -49,6 +49,7 @@ type trainFlags struct {
 	lr         float64
 	candidates int
 	hidden     int
+	encoder    string
 	reward     string
 	baseline   string
 	ckptEvery  int
@@ -125,6 +126,7 @@ Presets:
 	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
 	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
+	fl.StringVar(&f.encoder, "encoder", "", "candidate encoder: mlp, or gnn (temporal and graph layers on the decision's candidate graph; docs/rl.md) (\"\": the preset's)")
 	fl.BoolVar(&f.replicas, "replicas", false, "let the policy change services' replica counts (off: deltas are 0; see docs/rl.md)")
 	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (\"\": the preset's)")
 	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
@@ -254,6 +256,13 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	setF(&cfg.PPO.LR, f.lr)
 	set(&cfg.Policy.Candidates, f.candidates)
 	set(&cfg.Policy.Hidden, f.hidden)
+	switch f.encoder {
+	case "":
+	case "mlp":
+		cfg.Policy.Encoder = ""
+	default:
+		cfg.Policy.Encoder = f.encoder // validated with the rest of the policy config
+	}
 	cfg.Policy.Replicas = f.replicas
 	if f.reward != "" {
 		cfg.Env.Reward = f.reward
