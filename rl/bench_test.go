@@ -169,3 +169,46 @@ func BenchmarkSaturationDecision(b *testing.B) {
 		p.Act(d, rng, true)
 	}
 }
+
+// BenchmarkPolicySample measures one decision's network pass and sampling
+// (featurisation excluded, as distillation's latency figure): the small
+// preset's MLP and GNN encoders at width 32, and a width-8 MLP student.
+func BenchmarkPolicySample(b *testing.B) {
+	gnnCfg := DefaultPolicyConfig()
+	gnnCfg.Encoder = EncoderGNN
+	student := DefaultPolicyConfig()
+	student.Hidden = 8
+	for _, c := range []struct {
+		name string
+		cfg  PolicyConfig
+	}{{"mlp-32", DefaultPolicyConfig()}, {"gnn-32", gnnCfg}, {"student-mlp-8", student}} {
+		b.Run("policy="+c.name, func(b *testing.B) {
+			p, err := NewPolicy(c.cfg, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := NewClusterEnv(ClusterEnvConfig{Source: SyntheticSource(96, 0.9, 3600), Duration: 3600})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			var s Samples
+			s.Configure(gnnCfg) // graph rows for every policy
+			rng := rand.New(rand.NewPCG(1, 1))
+			for d := e.Reset(1); s.Len() < 256 && d.Obs != nil; {
+				if !p.Featurize(d, &s) {
+					d, _, _ = e.Step(env.Wait)
+					continue
+				}
+				a, _, _ := p.Sample(&s, s.Len()-1, rng, false)
+				d, _, _ = e.Step(a)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				p.Sample(&s, i%s.Len(), rng, false)
+				i++
+			}
+		})
+	}
+}
