@@ -91,10 +91,17 @@ func TestGNNMessagePassing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	// Messages start at zero (gnnEncoder.init); give them weights.
+	for _, name := range []string{"enc.net.neigh", "enc.job.neigh"} {
+		w := p.Params().Get(name)
+		for i := range w.Data {
+			w.Data[i] = float32(rng.NormFloat64()) / 4
+		}
+	}
 	var s Samples
 	s.Configure(p.Cfg)
 	cand, _, ctx := s.grow()
-	rng := rand.New(rand.NewPCG(4, 4))
 	for i := range cand {
 		cand[i] = float32(rng.NormFloat64())
 	}

@@ -166,6 +166,9 @@ func newPolicy(cfg PolicyConfig, seed uint64, init bool) (*Policy, error) {
 		if p.cand != nil {
 			orthoInit(p.cand, math.Sqrt2, rng)
 		}
+		if p.enc != nil {
+			p.enc.init(rng)
+		}
 		orthoInit(p.ctx, math.Sqrt2, rng)
 		orthoInit(p.score, 0.01, rng)
 		orthoInit(p.value, 1, rng)
