@@ -80,7 +80,7 @@ held-out comparison of teacher and student).`,
 				if student, log, err = distill.Online(ctx, teacher, ocfg); err != nil {
 					return err
 				}
-				if s, err = distill.Collect(ctx, student, spec, min(decisions, 5000), seed*1_000_003+3_000_000); err != nil {
+				if s, err = distill.Collect(ctx, student, spec, min(decisions, 5000), seed*1_000_003+3_000_000, teacher.Cfg.Encoder == rl.EncoderGNN); err != nil {
 					return err
 				}
 			} else if data != "" {
@@ -91,7 +91,7 @@ held-out comparison of teacher and student).`,
 					return err
 				}
 				s = &od.S
-			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000); err != nil {
+			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000, false); err != nil {
 				return err
 			}
 			if student == nil {
