@@ -158,13 +158,24 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 	// first maximal row wins ties, as in SegmentMax).
 	done := tp.allocInts((len(n.out.Data) + 63) / 64)
 	clear(done)
+	// The columns where a message attains its segment's maximum (about
+	// one in a segment's size) are collected without a branch on the
+	// comparison, which a plain if mispredicts at that rate.
+	match := tp.allocInts(stride)
 	for e, s := range n.seg {
 		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x, stride)
 		or, g := n.out.Data[s*stride:(s+1)*stride], n.out.Grad[s*stride:(s+1)*stride]
+		or = or[:len(msg)]
+		m := 0
 		for j, v := range msg {
-			if v != or[j] {
-				continue
+			eq := 0
+			if v == or[j] {
+				eq = 1
 			}
+			match[m] = j
+			m += eq
+		}
+		for _, j := range match[:m] {
 			bit := s*stride + j
 			if done[bit/64]&(1<<(bit%64)) != 0 {
 				continue

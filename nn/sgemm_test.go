@@ -116,3 +116,37 @@ func TestAxpy(t *testing.T) {
 		}
 	}
 }
+
+// TestReLUGrad32 checks the branch-free float32 ReLU gradient against its
+// definition (g where x > 0, else 0), signed zeros and infinities included,
+// and through a tape's backward pass.
+func TestReLUGrad32(t *testing.T) {
+	x := []float32{1, -1, 0, float32(math.Copysign(0, -1)), 1e-40, -1e-40, float32(math.Inf(1)), float32(math.Inf(-1)), 3.5, -2}
+	g := []float32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	dst := make([]float32, len(x))
+	reluGrad32(dst, x, g)
+	for i := range x {
+		want := float32(0)
+		if x[i] > 0 {
+			want = g[i]
+		}
+		if dst[i] != want {
+			t.Errorf("x %v: gradient %v, want %v", x[i], dst[i], want)
+		}
+	}
+	tp := NewTape[float32]()
+	xt := NewParam[float32](len(x))
+	copy(xt.Data, x[:6])
+	copy(xt.Data[6:], []float32{2, -3, 0.5, -0.5})
+	// Through a tape-owned input, whose gradient buffer the ReLU writes first.
+	tp.Backward(tp.SumAll(tp.Mul(tp.ReLU(tp.Scale(xt, 1)), NewTensor(g, len(g)))))
+	for i, v := range xt.Data {
+		want := float32(0)
+		if v > 0 {
+			want = g[i]
+		}
+		if xt.Grad[i] != want {
+			t.Errorf("tape: x %v: gradient %v, want %v", v, xt.Grad[i], want)
+		}
+	}
+}
