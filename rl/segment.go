@@ -67,6 +67,9 @@ const (
 	maxSegLen  = 1 << 16
 	maxSegK    = 4096
 	maxSegEpis = 1024
+	// maxSegFloats bounds the decoded candidate and graph rows (padding
+	// included: K rows per sample however few are sent), 256 MB.
+	maxSegFloats = 64 << 20
 )
 
 // Errors of DecodeSegment.
@@ -229,6 +232,13 @@ func DecodeSegment(b []byte, s *Segment, wantK int, wantGraph bool) error {
 		return fmt.Errorf("%w: graph flag %d", ErrSegmentFormat, graph)
 	case wantGraph && graph == 0:
 		return fmt.Errorf("%w: no graph rows, which the policy's encoder needs", ErrSegmentFormat)
+	}
+	width := CandFeatures
+	if graph == 1 {
+		width += GraphFeatures
+	}
+	if (n+boot)*K*width > maxSegFloats {
+		return fmt.Errorf("%w: %d steps of %d candidates decode to more than %d MB", ErrSegmentFormat, n, K, maxSegFloats*4>>20)
 	}
 	// Every step needs at least its fixed fields: refuse absurd counts
 	// before allocating for them.

@@ -2,10 +2,12 @@ package rl
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tegrl/tegrl/env"
@@ -118,15 +120,18 @@ func testSegmentRoundTrip(t *testing.T, enc string) {
 }
 
 // FuzzDecodeSegment: no input makes the decoder panic, and what it accepts
-// re-encodes to the same bytes.
+// re-encodes to the same bytes. The candidate count is the learner's (8),
+// as in every caller: with any count allowed, a short input may claim 4,096
+// padded candidates per step, and the fuzzer spends its time allocating
+// (bounded by maxSegFloats, tested below).
 func FuzzDecodeSegment(f *testing.F) {
 	f.Add(AppendSegment(nil, testSegment(f, 4, "")))
-	f.Add(AppendSegment(nil, testSegment(f, 4, EncoderGNN)))
+	f.Add(AppendSegment(nil, testSegment(f, 1, EncoderGNN)))
 	f.Add([]byte("TGSG"))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var s Segment
-		if err := DecodeSegment(b, &s, 0, false); err != nil {
+		if err := DecodeSegment(b, &s, 8, false); err != nil {
 			return
 		}
 		if !bytes.Equal(AppendSegment(nil, &s), b) {
@@ -162,4 +167,18 @@ func FuzzLoadPolicy(f *testing.F) {
 			before, _ = p.EncodeParams(nil)
 		}
 	})
+}
+
+// TestSegmentDecodedSize: a header whose steps and candidates would decode
+// to more than maxSegFloats is refused before anything is allocated.
+func TestSegmentDecodedSize(t *testing.T) {
+	b := AppendSegment(nil, testSegment(t, 2, ""))
+	// K = 4096 and 65,535 steps, with the bytes of the real segment behind.
+	binary.LittleEndian.PutUint16(b[6:], 4096)
+	binary.LittleEndian.PutUint32(b[8:], 65535)
+	b = append(b, make([]byte, 65535*150)...)
+	var s Segment
+	if err := DecodeSegment(b, &s, 0, false); !errors.Is(err, ErrSegmentFormat) || !strings.Contains(err.Error(), "MB") {
+		t.Fatalf("oversized segment: %v", err)
+	}
 }
