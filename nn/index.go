@@ -137,28 +137,52 @@ func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
 	checkSegments("SegmentMax", x, seg, nseg)
 	_, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
+	m := tp.segmentMaxer(out.Data, nseg, stride)
+	for i, s := range seg {
+		m.add(s, x.Data[i*stride:(i+1)*stride])
+	}
+	m.finish()
+	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg})
+	return out
+}
+
+// segMax accumulates rows into their segments' elementwise maxima, for
+// SegmentMax and SpMMSegmentMax; empty segments end as zeros.
+type segMax[T Float] struct {
+	out    []T
+	counts []int
+	stride int
+}
+
+// segmentMaxer starts the maxima of nseg segments of stride-wide rows in
+// out at −∞.
+func (tp *Tape[T]) segmentMaxer(out []T, nseg, stride int) segMax[T] {
 	counts := tp.allocInts(nseg)
 	clear(counts)
 	negInf := T(math.Inf(-1))
-	for i := range out.Data {
-		out.Data[i] = negInf
+	for i := range out {
+		out[i] = negInf
 	}
-	for i, s := range seg {
-		counts[s]++
-		xr := x.Data[i*stride : (i+1)*stride]
-		or := out.Data[s*stride : (s+1)*stride]
-		or = or[:len(xr)]
-		for j, v := range xr {
-			or[j] = max(or[j], v)
-		}
+	return segMax[T]{out: out, counts: counts, stride: stride}
+}
+
+// add takes row into segment s's maximum, branch-free.
+func (m *segMax[T]) add(s int, row []T) {
+	m.counts[s]++
+	or := m.out[s*m.stride : (s+1)*m.stride]
+	or = or[:len(row)]
+	for j, v := range row {
+		or[j] = max(or[j], v)
 	}
-	for s, c := range counts {
+}
+
+// finish zeroes the segments no row reached.
+func (m *segMax[T]) finish() {
+	for s, c := range m.counts {
 		if c == 0 {
-			clear(out.Data[s*stride : (s+1)*stride])
+			clear(m.out[s*m.stride : (s+1)*m.stride])
 		}
 	}
-	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg})
-	return out
 }
 
 func (tp *Tape[T]) backSegMax(n *node[T]) {

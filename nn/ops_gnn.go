@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 	"unsafe"
 )
 
@@ -99,26 +98,12 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	_, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
 	msg := tp.alloc(false, stride).Data
-	counts := tp.allocInts(nseg)
-	clear(counts)
-	negInf := T(math.Inf(-1))
-	for i := range out.Data {
-		out.Data[i] = negInf
-	}
+	m := tp.segmentMaxer(out.Data, nseg, stride)
 	for e, s := range seg {
-		counts[s]++
 		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x.Data, stride)
-		or := out.Data[s*stride : (s+1)*stride]
-		or = or[:len(msg)]
-		for j, v := range msg {
-			or[j] = max(or[j], v)
-		}
+		m.add(s, msg)
 	}
-	for s, c := range counts {
-		if c == 0 {
-			clear(out.Data[s*stride : (s+1)*stride])
-		}
-	}
+	m.finish()
 	var wt *Tensor[T]
 	if w != nil && out.RequiresGrad {
 		wt = tp.alloc(false, len(w))
