@@ -53,11 +53,24 @@
 //
 // # BLAS
 //
-// Matrix products go through one function that calls gonum's blas32/blas64.
-// The default build is pure Go. gonum's pure-Go kernels are about twice as
-// fast for A·Bᵀ as for the other transpose cases, so large products are
-// rewritten into that form by transposing operands into scratch buffers the
-// tape keeps. Building with the openblas tag (needs cgo and libopenblas-dev)
-// installs gonum.org/v1/netlib's OpenBLAS binding as the BLAS implementation
-// and turns the rewrite off; nothing else changes.
+// Matrix products go through one function, gemm. The default build needs no
+// cgo: float32 products of four rows or more run the packed AVX2/FMA kernel
+// of sgemm.go (Go assembly, 6×16 register tiles; 5-6× gonum's pure-Go
+// Sgemm here) where the CPU has AVX2 and FMA; everything else (float64,
+// narrower products, other CPUs, the purego tag) goes to gonum's
+// blas32/blas64, whose kernels are about twice as fast for A·Bᵀ as for the
+// other transpose cases, so large products are rewritten into that form by
+// transposing operands into scratch buffers the tape keeps. Building with the
+// openblas tag (needs cgo and libopenblas-dev) installs gonum.org/v1/netlib's
+// OpenBLAS binding as the BLAS implementation for every product and turns
+// the kernel and the rewrite off; nothing else changes.
+//
+// # Memory
+//
+// A tape reuses its tensors from one step to the next. Operations that
+// write every element of their result take them uncleared, and gradient
+// buffers are zeroed by the first operation that adds to them, or not at
+// all when that operation overwrites them; the package's tests fill both
+// with NaN first, so that an operation that reads an unwritten element
+// fails its checks.
 package nn
