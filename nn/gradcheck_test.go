@@ -170,6 +170,11 @@ func testGradients(t *testing.T) {
 			tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
 		add("AddN/1", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.AddN(in[0]) },
 			tn(randn(rng, m*n), m, n))
+		add("AddN/2", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.AddN(in[0], in[1]) },
+			tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		add("AddN/4", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.AddN(in[0], in[1], in[2], in[3])
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
 		// Five terms take two records; in[1] appears twice.
 		add("AddN/5", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.AddN(in[0], in[1], in[2], in[1], in[3])

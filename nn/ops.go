@@ -65,7 +65,8 @@ func (tp *Tape[T]) backAffine(n *node[T]) {
 }
 
 // AddN returns the elementwise sum of xs, which must all have the same
-// shape, in one pass: a chain of Adds writes every partial sum.
+// shape, in one pass per two terms: a chain of Adds writes every partial
+// sum.
 func (tp *Tape[T]) AddN(xs ...*Tensor[T]) *Tensor[T] {
 	if len(xs) == 0 {
 		panic("nn: AddN of nothing")
@@ -76,9 +77,23 @@ func (tp *Tape[T]) AddN(xs ...*Tensor[T]) *Tensor[T] {
 		rg = rg || x.RequiresGrad
 	}
 	out := tp.allocRaw(rg, xs[0].Shape...)
-	copy(out.Data, xs[0].Data)
-	for _, x := range xs[1:] {
-		addTo(out.Data, x.Data)
+	// One pass per two terms, each reading its terms and writing the sum
+	// once (a chain of additions writes every partial sum).
+	o, rest := out.Data, xs[1:]
+	if len(rest)%2 == 1 {
+		a, b := xs[0].Data[:len(o)], rest[0].Data[:len(o)]
+		for i := range o {
+			o[i] = a[i] + b[i]
+		}
+		rest = rest[1:]
+	} else {
+		copy(o, xs[0].Data)
+	}
+	for ; len(rest) >= 2; rest = rest[2:] {
+		b, c := rest[0].Data[:len(o)], rest[1].Data[:len(o)]
+		for i := range o {
+			o[i] += b[i] + c[i]
+		}
 	}
 	if out.RequiresGrad {
 		// The tape keeps the inputs; a record has room for three, so

@@ -150,3 +150,23 @@ func TestReLUGrad32(t *testing.T) {
 		}
 	}
 }
+
+// TestAddN checks AddN's values for one to six terms (both parities of its
+// pairwise passes) against a plain sum; integers keep the sums exact.
+func TestAddN(t *testing.T) {
+	for n := 1; n <= 6; n++ {
+		tp := NewTape[float32]()
+		var xs []*Tensor[float32]
+		want := make([]float32, 5)
+		for k := 0; k < n; k++ {
+			d := []float32{float32(k), 1, 2, float32(k * k), -1}
+			for i := range want {
+				want[i] += d[i]
+			}
+			xs = append(xs, NewTensor(d, 5))
+		}
+		if got := tp.AddN(xs...); !slices.Equal(got.Data, want) {
+			t.Fatalf("%d terms: %v, want %v", n, got.Data, want)
+		}
+	}
+}
