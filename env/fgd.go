@@ -132,18 +132,7 @@ func (p *FGD) FragDrop(obs *Observation, i, gpu int) float64 {
 	s, r := obs.State, &obs.Req
 	before := p.baseFrag(s, i)
 	p.tmp = append(p.tmp[:0], s.GPUs(i)...)
-	switch {
-	case r.GPUs == 0:
-	case r.Milli < MilliGPU:
-		if gpu < 0 || gpu >= len(p.tmp) || p.tmp[gpu] < r.Milli {
-			gpu = s.BestFitGPU(i, r.Milli)
-		}
-		if gpu >= 0 {
-			p.tmp[gpu] -= r.Milli
-		}
-	default:
-		takeFullGPUs(p.tmp, r.GPUs)
-	}
+	takeRequestGPUs(p.tmp, s, i, r, gpu)
 	return before - p.target.NodeFrag(s.M[i].FreeCPU-r.CPU, s.Model(i), p.tmp)
 }
 
@@ -228,6 +217,25 @@ func (p *FGD) score(s *State, i int, r *Request) (int, int) {
 }
 
 func sigmoid(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+
+// takeRequestGPUs takes r's GPUs from gs, a copy of machine i's free milli
+// per GPU: for a share request GPU gpu when it fits, else the best-fit
+// one (as the allocator picks); for a whole-GPU request the lowest-indexed
+// free ones.
+func takeRequestGPUs(gs []int32, s *State, i int, r *Request, gpu int) {
+	switch {
+	case r.GPUs == 0:
+	case r.Milli < MilliGPU:
+		if gpu < 0 || gpu >= len(gs) || gs[gpu] < r.Milli {
+			gpu = s.BestFitGPU(i, r.Milli)
+		}
+		if gpu >= 0 {
+			gs[gpu] -= r.Milli
+		}
+	default:
+		takeFullGPUs(gs, r.GPUs)
+	}
+}
 
 // takeFullGPUs takes the k lowest-indexed fully free GPUs of gs (free
 // milli per GPU), as the allocator does for a whole-GPU request.

@@ -148,15 +148,7 @@ func (s *Sim) fragAdded(rec *jobRec, r *Request, i int) float64 {
 		}
 		return here - tw.NodeFrag(cpu+rec.alloc.CPU, model, tmp)
 	}
-	switch {
-	case r.GPUs == 0:
-	case r.Milli < MilliGPU:
-		if g := s.state.BestFitGPU(i, r.Milli); g >= 0 {
-			tmp[g] -= r.Milli
-		}
-	default:
-		takeFullGPUs(tmp, r.GPUs)
-	}
+	takeRequestGPUs(tmp, s.state, i, r, -1)
 	return tw.NodeFrag(cpu-r.CPU, model, tmp) - here
 }
 

@@ -54,14 +54,7 @@ func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
 
 func (tp *Tape[T]) backAffine(n *node[T]) {
 	tp.backMatMul(n)
-	if gb := gradOf(n.c); gb != nil {
-		g, c := n.out.Grad, len(gb)
-		for r := 0; r < len(g)/c; r++ {
-			for j, v := range g[r*c : (r+1)*c] {
-				gb[j] += v
-			}
-		}
-	}
+	addRows(gradOf(n.c), n.out.Grad)
 }
 
 // AddN returns the elementwise sum of xs, which must all have the same
@@ -271,19 +264,18 @@ func (tp *Tape[T]) AddBias(x, b *Tensor[T]) *Tensor[T] {
 }
 
 func backAddBias[T Float](n *node[T]) {
-	g := n.out.Grad
-	if ga := gradOf(n.a); ga != nil {
-		for i, v := range g {
-			ga[i] += v
-		}
+	addTo(gradOf(n.a), n.out.Grad)
+	addRows(gradOf(n.b), n.out.Grad)
+}
+
+// addRows adds every len(dst)-wide row of g to dst (a bias's gradient); a
+// nil dst is skipped.
+func addRows[T Float](dst, g []T) {
+	if dst == nil {
+		return
 	}
-	if gb := gradOf(n.b); gb != nil {
-		c := len(gb)
-		for r := 0; r < len(g)/c; r++ {
-			for j, v := range g[r*c : (r+1)*c] {
-				gb[j] += v
-			}
-		}
+	for r := 0; r+len(dst) <= len(g); r += len(dst) {
+		addTo(dst, g[r:r+len(dst)])
 	}
 }
 

@@ -28,27 +28,24 @@ import (
 func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 	checkCSR("SpMM", ptr, idx, w, x)
 	_, stride := x.lead()
-	out := tp.allocLead(x, len(ptr)-1)
+	out := tp.allocLeadRaw(x, len(ptr)-1)
 	for i := 0; i+1 < len(ptr); i++ {
-		or := out.Data[i*stride : (i+1)*stride]
-		for e := ptr[i]; e < ptr[i+1]; e++ {
-			xr := x.Data[idx[e]*stride : (idx[e]+1)*stride]
-			if w == nil {
-				axpy(or, 1, xr)
-			} else {
-				axpy(or, w[e], xr)
-			}
-		}
+		spmmRow(out.Data[i*stride:(i+1)*stride], ptr[i], ptr[i+1], idx, w, x.Data, stride)
 	}
-	var wt *Tensor[T]
-	if w != nil && out.RequiresGrad {
-		// A tape-owned copy carries the weights to the backward pass
-		// without allocating (a record has no field for a caller slice).
-		wt = tp.alloc(false, len(w))
-		copy(wt.Data, w)
-	}
-	tp.record(node[T]{op: opSpMM, out: out, a: x, idx: idx, ints: ptr, aux: wt})
+	tp.record(node[T]{op: opSpMM, out: out, a: x, idx: idx, ints: ptr, aux: tp.keepWeights(w, out)})
 	return out
+}
+
+// keepWeights returns a tape-owned copy of a sparse product's weights for
+// the backward pass (nil when there are none or out needs no gradient):
+// a record has no field for a caller slice, and the copy allocates nothing.
+func (tp *Tape[T]) keepWeights(w []T, out *Tensor[T]) *Tensor[T] {
+	if w == nil || !out.RequiresGrad {
+		return nil
+	}
+	wt := tp.alloc(false, len(w))
+	copy(wt.Data, w)
+	return wt
 }
 
 // checkCSR panics unless ptr, idx and w describe a sparse matrix over the
@@ -104,12 +101,7 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 		m.add(s, msg)
 	}
 	m.finish()
-	var wt *Tensor[T]
-	if w != nil && out.RequiresGrad {
-		wt = tp.alloc(false, len(w))
-		copy(wt.Data, w)
-	}
-	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: wt, aux2: tp.alloc(false, stride)})
+	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: tp.keepWeights(w, out), aux2: tp.alloc(false, stride)})
 	return out
 }
 

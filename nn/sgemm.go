@@ -8,10 +8,11 @@ import (
 // A packed float32 matrix product for the default (pure-Go) build on CPUs
 // with AVX2 and FMA. gonum's Sgemm computes every output element as one SSE
 // dot product (10-17 GFLOP/s here); this one is the classic GotoBLAS
-// structure: B is packed into 16-column panels, A into 6-row panels, and an
-// assembly kernel keeps a 6×16 tile of C in twelve AVX registers while it
-// walks the shared dimension. Packing also absorbs the transposes, so every
-// layout runs at the same speed.
+// structure: B is packed into 16-column panels, and an assembly kernel keeps
+// a 6×16 tile of C in twelve AVX registers while it walks the shared
+// dimension, reading six rows of A in place (a transposed A, or a partial
+// panel, is copied first). Packing absorbs the transposes, so every layout
+// runs at about the same speed.
 const (
 	sgemmMR = 6   // rows of the register tile
 	sgemmNR = 16  // columns of the register tile (two AVX registers)
@@ -122,9 +123,7 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 				dst := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
 				src := tile[r*nr : r*nr+cols]
 				if acc {
-					for x, v := range src {
-						dst[x] += v
-					}
+					addTo(dst, src)
 				} else {
 					copy(dst, src)
 				}

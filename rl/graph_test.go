@@ -65,20 +65,8 @@ func TestGNNFeatures(t *testing.T) {
 	if got, want := p.Cfg.paramCount(), p.Params().Count(); got != want {
 		t.Fatalf("paramCount %d, NewPolicy made %d", got, want)
 	}
-	payload, err := p.EncodeParams(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q, _, err := LoadPolicy(payload)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if q.Cfg.Encoder != EncoderGNN {
+	if q, _ := reload(t, p); q.Cfg.Encoder != EncoderGNN {
 		t.Fatalf("loaded encoder %q", q.Cfg.Encoder)
-	}
-	b, _ := q.EncodeParams(nil)
-	if string(b) != string(payload) {
-		t.Fatal("a loaded GNN policy differs from the saved one")
 	}
 }
 

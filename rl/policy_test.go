@@ -63,6 +63,24 @@ func TestClusterEnvEpisode(t *testing.T) {
 	}
 }
 
+// reload saves p, loads the file as a new policy, checks that the new one
+// saves the same bytes, and returns it with the file.
+func reload(t *testing.T, p *Policy) (*Policy, []byte) {
+	t.Helper()
+	payload, err := p.EncodeParams(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, _, err := LoadPolicy(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := q.EncodeParams(nil); string(b) != string(payload) {
+		t.Fatal("a loaded policy differs from the saved one")
+	}
+	return q, payload
+}
+
 func abs(x float64) float64 {
 	if x < 0 {
 		return -x
