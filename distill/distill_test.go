@@ -74,7 +74,7 @@ func TestOnline(t *testing.T) {
 	for _, nats := range []bool{false, true} {
 		cfg := OnlineConfig{Config: DefaultConfig(tcfg), Env: rl.EnvSpec{Machines: 32, Load: 0.9, Episode: 1800},
 			Rounds: 3, Decisions: 200, SegmentLen: 50, RunID: "distill", UseNATS: nats}
-		cfg.Student.Hidden, cfg.Epochs = 4, 6
+		cfg.Student.Hidden, cfg.Epochs = 8, 6
 		_, log, err := Online(context.Background(), teacher, cfg)
 		if err != nil {
 			t.Fatalf("nats %v: %v", nats, err)

@@ -178,10 +178,12 @@ func BenchmarkPolicySample(b *testing.B) {
 	gnnCfg.Encoder = EncoderGNN
 	student := DefaultPolicyConfig()
 	student.Hidden = 8
+	reluStudent := student
+	reluStudent.Activation = ActivationReLU
 	for _, c := range []struct {
 		name string
 		cfg  PolicyConfig
-	}{{"mlp-32", DefaultPolicyConfig()}, {"gnn-32", gnnCfg}, {"student-mlp-8", student}} {
+	}{{"mlp-32", DefaultPolicyConfig()}, {"gnn-32", gnnCfg}, {"student-mlp-8", student}, {"student-relu-8", reluStudent}} {
 		b.Run("policy="+c.name, func(b *testing.B) {
 			p, err := NewPolicy(c.cfg, 1)
 			if err != nil {

@@ -62,6 +62,22 @@ type PolicyConfig struct {
 	// row) or EncoderGNN (temporal and graph layers on the decision's
 	// candidate graph, see graph.go).
 	Encoder string `json:"encoder,omitempty"`
+	// Activation names the MLP encoder's and the heads' nonlinearity: ""
+	// (tanh, CleanRL's choice for PPO) or "relu". Distilled students use
+	// ReLU: a width-8 student spent most of its decision in tanh, which
+	// costs a float64 exp per element, while ReLU is a compare.
+	Activation string `json:"activation,omitempty"`
+}
+
+// ActivationReLU is PolicyConfig.Activation for ReLU networks.
+const ActivationReLU = "relu"
+
+// act is the configured nonlinearity.
+func (c *PolicyConfig) act() nn.Activation {
+	if c.Activation == ActivationReLU {
+		return nn.ActReLU
+	}
+	return nn.ActTanh
 }
 
 // FeaturesSaturation is PolicyConfig.Features for the saturation preset.
@@ -82,6 +98,12 @@ func (c *PolicyConfig) validate() error {
 	}
 	if c.Encoder == EncoderGNN && c.Features != "" {
 		return fmt.Errorf("policy config: the %s encoder needs the cluster features, not %q", c.Encoder, c.Features)
+	}
+	if c.Activation != "" && c.Activation != ActivationReLU {
+		return fmt.Errorf("policy config: unknown activation %q (want \"\" for tanh or %q)", c.Activation, ActivationReLU)
+	}
+	if c.Activation != "" && c.Encoder != "" {
+		return fmt.Errorf("policy config: activation %q needs the MLP encoder (the %s encoder uses tanh)", c.Activation, c.Encoder)
 	}
 	if c.Candidates < 1 || c.Candidates > 4096 || c.Hidden < 1 || c.Hidden > 4096 {
 		return fmt.Errorf("policy config: candidates %d, hidden %d out of range [1, 4096]", c.Candidates, c.Hidden)
@@ -154,11 +176,11 @@ func newPolicy(cfg PolicyConfig, seed uint64, init bool) (*Policy, error) {
 	if cfg.Encoder == EncoderGNN {
 		p.enc = newGNNEncoder(ps, h, rng)
 	} else {
-		p.cand = nn.NewMLP(ps, "cand", []int{CandFeatures, h, h}, nn.ActTanh, rng)
+		p.cand = nn.NewMLP(ps, "cand", []int{CandFeatures, h, h}, cfg.act(), rng)
 	}
-	p.ctx = nn.NewMLP(ps, "ctx", []int{CtxFeatures, h}, nn.ActTanh, rng)
-	p.score = nn.NewMLP(ps, "score", []int{2 * h, h, 1}, nn.ActTanh, rng)
-	p.value = nn.NewMLP(ps, "value", []int{2 * h, h, 1}, nn.ActTanh, rng)
+	p.ctx = nn.NewMLP(ps, "ctx", []int{CtxFeatures, h}, cfg.act(), rng)
+	p.score = nn.NewMLP(ps, "score", []int{2 * h, h, 1}, cfg.act(), rng)
+	p.value = nn.NewMLP(ps, "value", []int{2 * h, h, 1}, cfg.act(), rng)
 	p.rep = nn.NewLinear(ps, "replica", 2*h, ReplicaChoices, rng)
 	p.aff = nn.NewLinear(ps, "affinity", 2*h, 2, rng)
 	p.damp = nn.NewLinear(ps, "damping", 2*h, 2, rng)
@@ -201,12 +223,13 @@ type heads struct {
 func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
 	B, K := len(idx), s.K
 	xc, xg, mask, seg, rows := s.gather(idx)
-	hg := tp.Tanh(p.ctx.Forward(tp, xg)) // [B × H]
-	var hc *nn.Tensor[float32]           // [B·K × H]
+	act := p.Cfg.act()
+	hg := tp.Activate(p.ctx.Forward(tp, xg), act) // [B × H]
+	var hc *nn.Tensor[float32]                    // [B·K × H]
 	if p.enc != nil {
 		hc = p.enc.forward(tp, xc, hg, s.gatherGraph(idx))
 	} else {
-		hc = tp.Tanh(p.cand.Forward(tp, xc))
+		hc = tp.Activate(p.cand.Forward(tp, xc), act)
 	}
 	joint := tp.Concat(hc, tp.GatherRows(hg, rows), 1) // [B·K × 2H]
 	node := tp.Reshape(p.score.Forward(tp, joint), B, K)

@@ -2,6 +2,8 @@ package rl
 
 import (
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +153,105 @@ func TestFeatures(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no candidate checked")
+	}
+}
+
+// TestPolicyActivation: "relu" is taken with the MLP encoder only, and
+// anything else is refused by name; a ReLU policy's heads are those of
+// its weights under ReLU (not tanh), survive a save and load bit for
+// bit, and a decision allocates nothing.
+func TestPolicyActivation(t *testing.T) {
+	for _, c := range []struct {
+		act, enc, want string
+	}{{"gelu", "", `unknown activation "gelu"`}, {ActivationReLU, EncoderGNN, "needs the MLP encoder"}} {
+		cfg := DefaultPolicyConfig()
+		cfg.Activation, cfg.Encoder = c.act, c.enc
+		if _, err := NewPolicy(cfg, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("activation %q, encoder %q: err %v, want %q", c.act, c.enc, err, c.want)
+		}
+	}
+	cfg := DefaultPolicyConfig()
+	cfg.Hidden, cfg.Activation = 8, ActivationReLU
+	p, err := NewPolicy(cfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tanhCfg := cfg
+	tanhCfg.Activation = ""
+	th, err := NewPolicy(tanhCfg, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Same weights, so only the nonlinearity differs.
+	for k := 0; k < p.Params().Len(); k++ {
+		copy(th.Params().At(k).Data, p.Params().At(k).Data)
+	}
+	q, _ := reload(t, p)
+	if q.Cfg.Activation != ActivationReLU {
+		t.Fatalf("loaded activation %q", q.Cfg.Activation)
+	}
+
+	e := smallEnv(t)
+	defer e.Close()
+	var s Samples
+	s.Configure(cfg)
+	rng := rand.New(rand.NewPCG(1, 1))
+	for d := e.Reset(1); s.Len() < 32 && d.Obs != nil; {
+		a := env.Wait
+		if p.Featurize(d, &s) {
+			a, _, _ = p.Sample(&s, s.Len()-1, rng, false)
+		}
+		d, _, _ = e.Step(a)
+	}
+	idx := make([]int, s.Len())
+	for i := range idx {
+		idx[i] = i
+	}
+	heads := func(p *Policy) []float32 {
+		tp := nn.NewTape[float32]()
+		h := p.Forward(tp, &s, idx)
+		var out []float32
+		for _, x := range []*nn.Tensor[float32]{h.Node, h.Replica, h.AffA, h.AffB, h.DampA, h.DampB, h.Value} {
+			out = append(out, x.Data...)
+		}
+		return out
+	}
+	hp, hq, ht := heads(p), heads(q), heads(th)
+	if !slices.Equal(hp, hq) {
+		t.Fatal("the loaded ReLU policy computes other heads")
+	}
+	same := 0
+	for k := range hp {
+		if hp[k] == ht[k] {
+			same++
+		}
+	}
+	if same > len(hp)/10 {
+		t.Fatalf("%d of %d head outputs equal under ReLU and tanh: the activation is not applied", same, len(hp))
+	}
+	// The context embedding by hand: ReLU of the context layer, on the
+	// first sample's context row.
+	tp := nn.NewTape[float32]()
+	_, xg, _, _, _ := s.gather(idx[:1])
+	got := tp.Activate(p.ctx.Forward(tp, xg), nn.ActReLU).Data
+	l := p.ctx.Layers[0]
+	for o := 0; o < cfg.Hidden; o++ {
+		var z float64
+		for i := 0; i < CtxFeatures; i++ {
+			z += float64(xg.Data[i]) * float64(l.W.Data[i*cfg.Hidden+o])
+		}
+		z = max(0, z+float64(l.B.Data[o]))
+		if d := abs(float64(got[o]) - z); d > 1e-5*max(1, abs(z)) {
+			t.Fatalf("context unit %d: %v, by hand %v", o, got[o], z)
+		}
+	}
+	d := e.Reset(2)
+	for n := 0; n < 5 && d.Obs != nil; n++ {
+		d, _, _ = e.Step(env.Wait)
+	}
+	for _, greedy := range []bool{true, false} {
+		if n := testing.AllocsPerRun(100, func() { p.Act(d, rng, greedy) }); n != 0 {
+			t.Errorf("greedy %v: %v allocations a decision", greedy, n)
+		}
 	}
 }

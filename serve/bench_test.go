@@ -57,7 +57,9 @@ func loadedService(b testing.TB, c *env.Cluster, sched string, admin bool) (*Ser
 		cfg.AdminToken = adminToken
 		cfg.Arms = append(cfg.Arms, ArmConfig{Name: "b", Spec: "langevin", Weight: 0})
 	}
-	if sched == "policy" {
+	if f, ok := benchPolicies[sched]; ok {
+		cfg.Arms[0].Spec = f
+	} else if sched == "policy" {
 		dir := b.TempDir()
 		path := dir + "/policy.safetensors"
 		if err := os.WriteFile(path, defaultPolicyPayload(b, 1), 0o644); err != nil {
@@ -102,6 +104,14 @@ func loadedService(b testing.TB, c *env.Cluster, sched string, admin bool) (*Ser
 	return s, shapes
 }
 
+// benchPolicies are the committed policy files BenchmarkDecide serves
+// besides an untrained default-size policy: the GNN teacher of issue 7
+// and the ReLU student distilled from it.
+var benchPolicies = map[string]string{
+	"teacher-gnn": "../docs/policies/small-gnn.safetensors",
+	"student":     "../docs/policies/student-gnn.safetensors",
+}
+
 // percentiles reports p50 and p99 of the recorded durations in µs.
 func percentiles(b *testing.B, d []time.Duration) {
 	if len(d) == 0 {
@@ -117,12 +127,13 @@ func percentiles(b *testing.B, d []time.Duration) {
 // (Service.Decide: conversion, lock, scheduler, accounting) and over HTTP
 // on loopback (JSON both ways, one keep-alive connection), on the
 // 1,523-machine Alibaba GPU cluster and a 100,000-machine synthetic one,
-// about 60% loaded, with the langevin governor and a learned policy.
+// about 60% loaded, with the langevin governor, an untrained policy of the
+// default size, and the committed GNN teacher and its distilled student.
 // Run with -cpu 1 for the one-core figures.
 func BenchmarkDecide(b *testing.B) {
 	for _, n := range []int{1523, 100000} {
 		c, src := benchCluster(b, n)
-		for _, sched := range []string{"langevin", "policy"} {
+		for _, sched := range []string{"langevin", "policy", "teacher-gnn", "student"} {
 			s, shapes := loadedService(b, c, sched, false)
 			for _, path := range []string{"inproc", "http"} {
 				b.Run(fmt.Sprintf("machines=%d/cluster=%s/sched=%s/path=%s", n, src, sched, path), func(b *testing.B) {
@@ -199,7 +210,7 @@ func TestLoadLoopback(t *testing.T) {
 		t.Skip("load test: skipped with -short")
 	}
 	c, src := benchCluster(t, 1523)
-	for _, sched := range []string{"langevin", "policy"} {
+	for _, sched := range []string{"langevin", "policy", "teacher-gnn", "student"} {
 		s, shapes := loadedService(t, c, sched, true)
 		url := serveBackground(t, s)
 		const clients, total = 4, 20000
