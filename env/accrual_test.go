@@ -215,7 +215,7 @@ type sparseViews struct {
 	t         *testing.T
 	full, spr Tensors
 	cand      []int
-	n         int
+	n, cold   int // decisions, and candidates flagged cold
 }
 
 func (p *sparseViews) Decide(obs *Observation, rng *rand.Rand) Action {
@@ -233,6 +233,9 @@ func (p *sparseViews) Decide(obs *Observation, rng *rand.Rand) Action {
 	for _, i := range p.cand {
 		row("machine", p.full.Machine, p.spr.Machine, i, MachineFeatures)
 		row("history", p.full.History, p.spr.History, i, HistoryLen*HistoryChannels)
+		if p.spr.Machine[i*MachineFeatures+mCold] == 1 {
+			p.cold++
+		}
 		if p.full.Mask[i] != p.spr.Mask[i] {
 			p.t.Fatalf("decision %d: mask of candidate %d differs", p.n, i)
 		}
@@ -271,7 +274,55 @@ func TestSparseObservation(t *testing.T) {
 		t.Fatal(err)
 	}
 	sim.Run()
-	if p.n < 50 {
-		t.Fatalf("%d decisions checked", p.n)
+	if p.n < 50 || p.cold < p.n {
+		t.Fatalf("%d decisions checked, %d cold candidates", p.n, p.cold)
+	}
+}
+
+// energyFragChecker is langevin that, at every decision, compares
+// EnergyFrag on each admitting machine with Energy and FragAdded.
+type energyFragChecker struct {
+	Langevin
+	checks, gpu, bad int
+}
+
+func (p *energyFragChecker) Decide(obs *Observation, rng *rand.Rand) Action {
+	for i := range obs.State.M {
+		if !obs.State.Admit(i, &obs.Req) {
+			continue
+		}
+		e, frag := obs.TEG.EnergyFrag(obs.Job, &obs.Req, i)
+		we, wf := obs.TEG.Energy(obs.Job, &obs.Req, i), obs.TEG.FragAdded(obs.Job, &obs.Req, i)
+		if math.Float64bits(e) != math.Float64bits(we) || frag != wf {
+			p.bad++
+		}
+		p.checks++
+		if obs.Req.GPUs > 0 && frag != 0 {
+			p.gpu++
+		}
+	}
+	return p.Langevin.Decide(obs, rng)
+}
+
+// TestEnergyFrag: EnergyFrag is (Energy, FragAdded) bit for bit, with the
+// energy's fragmentation weight on (the value is shared) and off.
+func TestEnergyFrag(t *testing.T) {
+	for _, wf := range []float64{DefaultTEG.Weights.Frag, 0} {
+		c, _ := NewSyntheticCluster(96, 1)
+		cfg := DefaultWorkload
+		cfg.Horizon = 7200
+		w, _ := NewSyntheticWorkload(c, cfg, 1)
+		teg := GovernorTEG("langevin")
+		teg.Weights.Frag = wf
+		p := &energyFragChecker{}
+		sim, err := NewSim(c, w, p, SimConfig{Seed: 1, Duration: 7200, TEG: &teg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sim.Run()
+		t.Logf("frag weight %g: %d placements checked, %d with GPU fragmentation", wf, p.checks, p.gpu)
+		if p.bad != 0 || p.checks < 1000 || p.gpu < 100 {
+			t.Fatalf("frag weight %g: %d of %d differ; %d with fragmentation", wf, p.bad, p.checks, p.gpu)
+		}
 	}
 }

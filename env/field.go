@@ -11,7 +11,10 @@ type Field struct {
 	// ColdGPU is the same list among machines with GPUs, so that GPU jobs
 	// get cold candidates they can use.
 	ColdGPU []int32
-	Tick    int // tick it was computed at
+	// coldBits has bit i set when machine i is in Cold or ColdGPU, so
+	// that a sparse observation flags its candidates in O(1) each.
+	coldBits []uint64
+	Tick     int // tick it was computed at
 	// The pressures' arguments, so that an agent can evaluate the potential
 	// a machine would have with its own load added (the drift of a job is
 	// the change of V its move causes, not the raw difference of V).
@@ -35,7 +38,24 @@ type fieldRing struct {
 // newField allocates a snapshot for n machines and r racks.
 func newField(n, r, cold int) *Field {
 	return &Field{V: make([]float32, n), Cold: make([]int32, 0, cold), ColdGPU: make([]int32, 0, cold), Rho: hugeSlice[float32](3 * n),
-		Kappa: make([]float32, r), Pi: make([]float32, r)}
+		Kappa: make([]float32, r), Pi: make([]float32, r), coldBits: make([]uint64, (n+63)/64)}
+}
+
+// IsCold reports whether machine i is in the snapshot's Cold or ColdGPU
+// list.
+func (f *Field) IsCold(i int) bool { return f.coldBits[i>>6]>>(i&63)&1 != 0 }
+
+// setColdBits sets (on) or clears the bits of the cold lists' machines.
+func (f *Field) setColdBits(on bool) {
+	for _, l := range [2][]int32{f.Cold, f.ColdGPU} {
+		for _, i := range l {
+			if on {
+				f.coldBits[i>>6] |= 1 << (i & 63)
+			} else {
+				f.coldBits[i>>6] &^= 1 << (i & 63)
+			}
+		}
+	}
 }
 
 // potentialWith is the potential machine i would have (on snapshot f) with
@@ -88,8 +108,10 @@ func (s *Sim) computeField(f *Field) {
 		f.V[i] = float32(w.CPU*pressure(rc) + w.Mem*pressure(rm) + w.GPU*pressure(rg) + s.ld.rackV[m.Rack])
 	}
 	f.Tick = s.ticks
+	f.setColdBits(false) // a recycled snapshot: the previous lists' bits go
 	f.Cold = s.selectCold(f, f.Cold, false)
 	f.ColdGPU = s.selectCold(f, f.ColdGPU, true)
+	f.setColdBits(true)
 }
 
 // selectCold returns in out the ColdList machines of lowest V (ties by

@@ -1,6 +1,8 @@
 package env
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -217,5 +219,38 @@ func TestTargetWorkloadString(t *testing.T) {
 	}}
 	if got, want := tw.String(), "4000m/1x500/0.5, 2000m/0x0/0.25"; got != want {
 		t.Fatalf("String() = %q, want %q", got, want)
+	}
+}
+
+// TestNodeFragSorted: NodeFrag (sorted free amounts and prefix sums) is
+// the per-class loop of the protocol to the bit, on random machines (1-16
+// GPUs, ties, empty and full GPUs, model masks, CPU limits) and on a
+// machine too large to sort on the stack.
+func TestNodeFragSorted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	levels := []int32{0, 100, 200, 250, 300, 500, 540, 700, 999, 1000}
+	var classes []TaskClass
+	for k := 0; k < 24; k++ {
+		c := TaskClass{CPU: int64(rng.IntN(8)) * 4000, Milli: levels[rng.IntN(len(levels))], GPUs: rng.IntN(5), Weight: rng.Float64()}
+		if rng.IntN(3) == 0 {
+			c.Models = uint64(1 + rng.IntN(7))
+		}
+		classes = append(classes, c)
+	}
+	tw := &TargetWorkload{Classes: classes}
+	for trial := 0; trial < 20000; trial++ {
+		n := 1 + rng.IntN(16)
+		if trial == 0 {
+			n = maxSortedGPUs + 3
+		}
+		gpus := make([]int32, n)
+		for k := range gpus {
+			gpus[k] = levels[rng.IntN(len(levels))]
+		}
+		cpu, model := int64(rng.IntN(40000)), rng.IntN(4)-1
+		got, want := tw.NodeFrag(cpu, model, gpus), tw.nodeFragLoop(cpu, model, gpus)
+		if math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("gpus %v cpu %d model %d: %v, loop %v", gpus, cpu, model, got, want)
+		}
 	}
 }

@@ -38,12 +38,25 @@ func (v *TEGView) Energy(j *Job, r *Request, i int) float64 {
 	return v.energy(v.sim.visibleField(), j, r, i)
 }
 
+// EnergyFrag is Energy and FragAdded of one placement at once: the
+// energy's fragmentation term is what FragAdded reports, so it is
+// computed once (a learned policy's featurizer reads both).
+func (v *TEGView) EnergyFrag(j *Job, r *Request, i int) (e, frag float64) {
+	return v.energyFrag(v.sim.visibleField(), j, r, i, true)
+}
+
 func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
+	e, _ := v.energyFrag(f, j, r, i, false)
+	return e
+}
+
+// energyFrag is the energy of placing j on i on field f and, with
+// wantFrag, FragAdded(j, r, i).
+func (v *TEGView) energyFrag(f *Field, j *Job, r *Request, i int, wantFrag bool) (e, frag float64) {
 	s := v.sim
 	rec := &s.jobs[j.ID]
 	ms := &s.ld.hot[i].machStatic
 	rack := int(ms.rack)
-	var e float64
 	if rec.state == running && rec.alloc.Machine == i {
 		e = float64(f.V[i]) // its own load is already in the field
 	} else {
@@ -67,8 +80,17 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 		}
 		e = potentialWith(&v.Config.Weights, f, i, rack, cpu/ms.cpu, mem/ms.mem, dg, dk, dp)
 	}
+	// FragAdded's value is the term's fragAdded, for jobs with GPUs.
+	wantFrag = wantFrag && r.GPUs != 0 && ms.gpus > 0 && s.state.Target != nil
 	if wf := v.Config.Weights.Frag; wf > 0 && ms.gpus > 0 && s.state.Target != nil {
-		e += wf * s.fragAdded(rec, r, i) / MilliGPU
+		fa := s.fragAdded(rec, r, i)
+		e += wf * fa / MilliGPU
+		if wantFrag {
+			frag, wantFrag = fa, false
+		}
+	}
+	if wantFrag {
+		frag = s.fragAdded(rec, r, i)
 	}
 	if j.Service >= 0 {
 		if a := s.tok.affinity[j.Service]; a > 0 {
@@ -84,7 +106,7 @@ func (v *TEGView) energy(f *Field, j *Job, r *Request, i int) float64 {
 			e += v.Config.GangPenalty
 		}
 	}
-	return e
+	return e, frag
 }
 
 // Contention predicts, under the contention model (teg-model.md §7), the

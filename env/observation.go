@@ -744,15 +744,7 @@ func (s *Sim) ObserveSparse(t *Tensors, pending *Job, cand []int, draws int) {
 	}
 	for _, i := range cand {
 		t.fillMachine(s, f, i)
-		row := t.Machine[i*MachineFeatures : (i+1)*MachineFeatures]
-		row[mCold] = 0
-		for _, l := range [2][]int32{f.Cold, f.ColdGPU} {
-			for _, c := range l {
-				if int(c) == i {
-					row[mCold] = 1
-				}
-			}
-		}
+		t.Machine[i*MachineFeatures+mCold] = b2f(f.IsCold(i))
 		t.fillHistoryRow(s, i)
 		if pending != nil && st.Admit(i, &t.req) {
 			t.Mask[i] = true

@@ -29,7 +29,8 @@ const SparseAbove = 256
 type Featurizer struct {
 	t    env.Tensors
 	cand []int
-	e    []float64
+	e    []float64 // candidates' energies
+	frag []float64 // and the GPU fragmentation placing the job would add
 	// Force, when >= 0, is a machine that must be among the candidates
 	// (offline learning from another scheduler's decisions: its choice
 	// must be one the policy could make). -1 in normal use.
@@ -93,11 +94,11 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 	// temperature, and as the log of the Boltzmann probability the pure
 	// governor would give each candidate.
 	temp := max(obs.TEG.Temperature(), 1e-9)
-	f.e = f.e[:0]
+	f.e, f.frag = f.e[:0], f.frag[:0]
 	emin := math.Inf(1)
 	for _, i := range f.cand {
-		e := obs.TEG.Energy(obs.Job, &obs.Req, i)
-		f.e = append(f.e, e)
+		e, frag := obs.TEG.EnergyFrag(obs.Job, &obs.Req, i)
+		f.e, f.frag = append(f.e, e), append(f.frag, frag)
 		emin = min(emin, e)
 	}
 	if math.IsInf(emin, 0) || math.IsNaN(emin) {
@@ -120,11 +121,13 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		x := row[env.MachineFeatures:]
 		h := t.History[i*env.HistoryLen*C : (i+1)*env.HistoryLen*C]
 		copy(x[:C], h[(env.HistoryLen-1)*C:])
+		var mean [C]float32 // in registers, not through the row
 		for step := 0; step < env.HistoryLen; step++ {
 			for c := 0; c < C; c++ {
-				x[C+c] += h[step*C+c] / env.HistoryLen
+				mean[c] += h[step*C+c] / env.HistoryLen
 			}
 		}
+		copy(x[C:2*C], mean[:])
 		x = x[2*C:]
 		m := &st.M[i]
 		x[0] = float32(float64(m.FreeCPU-req.CPU) / fitCPUNorm)
@@ -139,7 +142,7 @@ func (f *Featurizer) Append(d Decision, s *Samples) bool {
 		x[3] = float32(-min(rel, energyClip) / energyClip)
 		x[4] = float32(max(-rel-logZ, -energyClip) / energyClip)
 		x[5] = float32(max(-energyClip, min(energyClip, math.Copysign(math.Log1p(math.Abs(f.e[k])), f.e[k]))) / 5)
-		x[6] = float32(obs.TEG.FragAdded(obs.Job, req, i) / fitGPUNorm)
+		x[6] = float32(f.frag[k] / fitGPUNorm)
 		rate, over := obs.TEG.Contention(obs.Job, req, i)
 		x[7] = float32(rate)
 		x[8] = float32(min(over, 2))

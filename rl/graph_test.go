@@ -112,7 +112,7 @@ func TestGNNMessagePassing(t *testing.T) {
 	}
 	s.Valid[0] = 8
 	logits := func() []float32 {
-		o := p.forward(nn.NewTape[float32](), &s, []int{0})
+		o := p.forward(nn.NewTape[float32](), &s, []int{0}, true)
 		return append([]float32(nil), o.node.Data...)
 	}
 	base := logits()
@@ -128,7 +128,7 @@ func TestGNNMessagePassing(t *testing.T) {
 	}
 	tp := nn.NewTape[float32]()
 	p.Params().ZeroGrad()
-	o := p.forward(tp, &s, []int{0})
+	o := p.forward(tp, &s, []int{0}, true)
 	tp.Backward(tp.SumAll(tp.Mul(o.node, o.node)))
 	for _, name := range []string{"enc.temporal.kernel", "enc.in.weight", "enc.net.neigh", "enc.net.root", "enc.job.neigh"} {
 		w := p.Params().Get(name)

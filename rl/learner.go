@@ -238,7 +238,7 @@ func (l *Learner) forward() {
 			l.idx[i] = s + i
 		}
 		l.tp.Reset()
-		o := l.Pol.forward(l.tp, &l.boot, l.idx)
+		o := l.Pol.forward(l.tp, &l.boot, l.idx, true)
 		copy(l.bootV[s:e], o.value.Data)
 	}
 }

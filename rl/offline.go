@@ -225,7 +225,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 				idx = append(idx, i)
 			}
 			tp.Reset()
-			o := pol.forward(tp, &data.S, idx)
+			o := pol.forward(tp, &data.S, idx, true)
 			copy(vals[s:e], o.value.Data)
 			K := data.S.K
 			for b, i := range idx {

@@ -219,8 +219,9 @@ type heads struct {
 	value        *nn.Tensor[float32] // [B]
 }
 
-// forward runs the network on samples idx of s.
-func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
+// forward runs the network on samples idx of s; without value the value
+// head is skipped (heads.value is nil).
+func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int, value bool) heads {
 	B, K := len(idx), s.K
 	xc, xg, mask, seg, rows := s.gather(idx)
 	act := p.Cfg.act()
@@ -239,7 +240,10 @@ func (p *Policy) forward(tp *nn.Tape[float32], s *Samples, idx []int) heads {
 		x := tp.Add(tp.Softplus(l.Forward(tp, z)), s.ones(B))
 		return tp.Reshape(tp.Slice(x, 1, 0, 1), B), tp.Reshape(tp.Slice(x, 1, 1, 2), B)
 	}
-	out := heads{node: node, mask: mask, rep: p.rep.Forward(tp, z), value: tp.Reshape(p.value.Forward(tp, z), B)}
+	out := heads{node: node, mask: mask, rep: p.rep.Forward(tp, z)}
+	if value {
+		out.value = tp.Reshape(p.value.Forward(tp, z), B)
+	}
 	out.affA, out.affB = ab(p.aff)
 	out.dampA, out.dampB = ab(p.damp)
 	return out
@@ -260,7 +264,7 @@ type Heads struct {
 
 // Forward runs the network on samples idx of s.
 func (p *Policy) Forward(tp *nn.Tape[float32], s *Samples, idx []int) Heads {
-	o := p.forward(tp, s, idx)
+	o := p.forward(tp, s, idx, true)
 	return Heads{Node: o.node, Mask: o.mask, Replica: o.rep, AffA: o.affA, AffB: o.affB, DampA: o.dampA, DampB: o.dampB, Value: o.value}
 }
 
@@ -268,10 +272,13 @@ func (p *Policy) Forward(tp *nn.Tape[float32], s *Samples, idx []int) Heads {
 // the stored hybrid action (the replica and affinity terms only for
 // services, the only jobs they act on), its entropy and the value.
 func (p *Policy) evaluate(tp *nn.Tape[float32], s *Samples, idx []int) (logp, entropy, value *nn.Tensor[float32]) {
-	return p.logProb(tp, p.forward(tp, s, idx), s, idx)
+	return p.logProb(tp, p.forward(tp, s, idx, true), s, idx, true)
 }
 
-func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (logp, entropy, value *nn.Tensor[float32]) {
+// logProb is evaluate on the heads o; without ent it records no entropy
+// operations (a decision needs only the log-probability) and entropy is
+// nil.
+func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int, ent bool) (logp, entropy, value *nn.Tensor[float32]) {
 	choice, rep, aff, damp, svc := s.actions(idx)
 	lp := tp.Add(tp.CategoricalLogProb(o.node, o.mask, choice), tp.BetaLogProb(o.dampA, o.dampB, damp))
 	// The entropy the learner's bonus rewards: the placement head's, plus
@@ -279,16 +286,25 @@ func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int) (
 	// (11 classes) and the Beta heads (whose entropy peaks at the uniform
 	// distribution) pushes an untrained policy towards churning replicas
 	// and random damping, which costs more than exploration gains.
-	ent := tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.Scale(tp.BetaEntropy(o.dampA, o.dampB), p.Cfg.AuxEntropy))
+	var e, sent *nn.Tensor[float32]
+	if ent {
+		e = tp.Add(tp.CategoricalEntropy(o.node, o.mask), tp.Scale(tp.BetaEntropy(o.dampA, o.dampB), p.Cfg.AuxEntropy))
+	}
 	slp := tp.BetaLogProb(o.affA, o.affB, aff)
-	sent := tp.Scale(tp.BetaEntropy(o.affA, o.affB), p.Cfg.AuxEntropy)
+	if ent {
+		sent = tp.Scale(tp.BetaEntropy(o.affA, o.affB), p.Cfg.AuxEntropy)
+	}
 	if p.Cfg.Replicas {
 		slp = tp.Add(slp, tp.CategoricalLogProb(o.rep, nil, rep))
-		sent = tp.Add(sent, tp.Scale(tp.CategoricalEntropy(o.rep, nil), p.Cfg.AuxEntropy))
+		if ent {
+			sent = tp.Add(sent, tp.Scale(tp.CategoricalEntropy(o.rep, nil), p.Cfg.AuxEntropy))
+		}
 	}
 	lp = tp.Add(lp, tp.Mul(slp, svc))
-	ent = tp.Add(ent, tp.Mul(sent, svc))
-	return lp, ent, o.value
+	if ent {
+		e = tp.Add(e, tp.Mul(sent, svc))
+	}
+	return lp, e, o.value
 }
 
 // Featurize appends d's sample to s (see Featurizer.Append); false when no
@@ -309,6 +325,23 @@ func (p *Policy) Act(d Decision, rng *rand.Rand, greedy bool) (a env.Action, log
 	return p.feat.placeGPU(a), logp, value, true
 }
 
+// Decide is Act in the evaluation mode without the log-probability and
+// the value: the same action, for callers that use only the action (a
+// serving decision), so neither the value head nor the heads'
+// log-probabilities are computed. ok is false when no machine admits the
+// job.
+func (p *Policy) Decide(d Decision) (a env.Action, ok bool) {
+	s := &p.one
+	s.Reset()
+	if !p.Featurize(d, s) {
+		return env.Wait, false
+	}
+	p.tp.Reset()
+	p.idx[0] = 0
+	p.choose(p.forward(p.tp, s, p.idx[:], false), s, 0, nil, true)
+	return p.feat.placeGPU(p.action(s, 0)), true
+}
+
 // Sample draws the hybrid action for sample i of s, stores it there and
 // returns the simulator action, the joint log-probability and the value.
 // Greedy takes the most likely node and replica delta and the Beta means
@@ -318,7 +351,15 @@ func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.A
 	tp.Reset()
 	p.idx[0] = i
 	idx := p.idx[:]
-	o := p.forward(tp, s, idx)
+	o := p.forward(tp, s, idx, true)
+	p.choose(o, s, i, rng, greedy)
+	lp, _, v := p.logProb(tp, o, s, idx, false)
+	return p.action(s, i), lp.Data[0], v.Data[0]
+}
+
+// choose draws (or, greedy, takes the mode of) the hybrid action from the
+// heads o of sample i alone and stores it in s.
+func (p *Policy) choose(o heads, s *Samples, i int, rng *rand.Rand, greedy bool) {
 	K := s.K
 	n := int(s.Valid[i])
 	logits := o.node.Data[:K]
@@ -345,8 +386,6 @@ func (p *Policy) Sample(s *Samples, i int, rng *rand.Rand, greedy bool) (a env.A
 	aff := beta(o.affA.Data[0], o.affB.Data[0])
 	damp := beta(o.dampA.Data[0], o.dampB.Data[0])
 	s.SetAction(i, choice, rep, aff, damp)
-	lp, _, v := p.logProb(tp, o, s, idx)
-	return p.action(s, i), lp.Data[0], v.Data[0]
 }
 
 // action turns sample i's stored action into the simulator's.

@@ -255,3 +255,68 @@ func TestPolicyActivation(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyDecide: Decide gives Act's greedy action exactly (the MLP
+// policy, a ReLU student, the GNN encoder and a saturation policy, whose
+// action carries FGD's GPU), on the same candidate draws, and allocates
+// nothing.
+func TestPolicyDecide(t *testing.T) {
+	student := DefaultPolicyConfig()
+	student.Hidden, student.Activation = 8, ActivationReLU
+	gnnCfg := DefaultPolicyConfig()
+	gnnCfg.Encoder = EncoderGNN
+	sat := DefaultPolicyConfig()
+	sat.Candidates, sat.Features = 8, FeaturesSaturation
+	sw := satWorkload(t)
+	satEnv := func(t testing.TB) *ClusterEnv {
+		e, err := NewClusterEnv(ClusterEnvConfig{Saturation: func() (*SaturationWorkload, error) { return sw, nil }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	for _, c := range []struct {
+		cfg PolicyConfig
+		env func(testing.TB) *ClusterEnv
+	}{{DefaultPolicyConfig(), smallEnv}, {student, smallEnv}, {gnnCfg, smallEnv}, {sat, satEnv}} {
+		cfg := c.cfg
+		p, err := NewPolicy(cfg, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := c.env(t)
+		rng := rand.New(rand.NewPCG(1, 1))
+		n, placed, gpu := 0, 0, 0
+		d, err := e.ResetErr(5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ; d.Obs != nil && n < 300; n++ {
+			d1, d2 := d, d
+			d1.RNG, d2.RNG = rand.New(rand.NewPCG(uint64(n), 7)), rand.New(rand.NewPCG(uint64(n), 7))
+			a1, _, _, ok1 := p.Act(d1, rng, true)
+			a2, ok2 := p.Decide(d2)
+			if ok1 != ok2 || (ok1 && a1 != a2) { // Wait's damping is NaN
+				t.Fatalf("%+v, decision %d: Act %+v %v, Decide %+v %v", cfg, n, a1, ok1, a2, ok2)
+			}
+			if ok1 {
+				placed++
+			}
+			if a1.GPU > 0 {
+				gpu++
+			}
+			var done bool
+			if d, _, done = e.Step(a1); done {
+				break
+			}
+		}
+		if placed < 50 || (cfg.Features == FeaturesSaturation && gpu == 0) {
+			t.Fatalf("%+v: %d decisions placed, %d on a chosen GPU other than 0", cfg, placed, gpu)
+		}
+		d, _ = e.ResetErr(6)
+		if n := testing.AllocsPerRun(100, func() { p.Decide(d) }); n != 0 {
+			t.Errorf("%+v: %v allocations a decision", cfg, n)
+		}
+		e.Close()
+	}
+}

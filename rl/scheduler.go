@@ -18,7 +18,11 @@ type Scheduler struct {
 	// Version is the policy version reported with each decision (0 when
 	// unknown).
 	Version uint64
-	rng     *rand.Rand
+	// ActionOnly, with Greedy, decides with Policy.Decide: the same
+	// actions without the log-probability and the value, which
+	// LastBehaviour then reports as 0 (serving uses only the action).
+	ActionOnly bool
+	rng        *rand.Rand
 
 	lastLogP, lastValue float32
 }
@@ -33,6 +37,14 @@ func (s *Scheduler) Name() string { return s.Label }
 
 // Decide implements env.Scheduler.
 func (s *Scheduler) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
+	if s.ActionOnly && s.Greedy {
+		a, ok := s.P.Decide(Decision{Obs: obs, RNG: rng})
+		s.lastLogP, s.lastValue = 0, 0
+		if !ok {
+			return env.Wait
+		}
+		return a
+	}
 	a, logp, value, ok := s.P.Act(Decision{Obs: obs, RNG: rng}, s.rng, s.Greedy)
 	s.lastLogP, s.lastValue = logp, value
 	if !ok {

@@ -273,8 +273,10 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 	if err != nil {
 		return nil, &refusal{reasonPolicy, err}
 	}
+	serving := rl.NewScheduler(pol2, version, true, 0)
+	serving.ActionOnly = true // a decision answers with the action alone
 	return &Policy{Version: version, Source: c.source, SHA256: got, Meta: meta, LoadedAt: time.Now(),
-		ValidateTime: time.Since(start), sched: rl.NewScheduler(pol2, version, true, 0)}, nil
+		ValidateTime: time.Since(start), sched: serving}, nil
 }
 
 // builtin validates a built-in scheduler by name.
