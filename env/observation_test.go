@@ -802,3 +802,19 @@ func BenchmarkObserveDecision(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRecordHistory measures appending one frame of every machine's
+// load to the history ring (once per tick while a policy observes).
+func BenchmarkRecordHistory(b *testing.B) {
+	for _, n := range []int{1523, 100000} {
+		b.Run(fmt.Sprintf("machines=%d", n), func(b *testing.B) {
+			sim := obsWarmSim(b, n)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				sim.ticks++
+				sim.recordHistory()
+			}
+		})
+	}
+}

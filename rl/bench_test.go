@@ -214,3 +214,51 @@ func BenchmarkPolicySample(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPolicyDecide: one whole evaluation-mode decision
+// (Policy.Decide: candidate draw, featurisation, network, action) of the
+// committed policies, on the state of a 1,523-machine synthetic cluster
+// after 300 decisions at load 0.9; each iteration draws other candidates.
+// The GNN teacher against its student is issue 7's latency ratio.
+func BenchmarkPolicyDecide(b *testing.B) {
+	for _, name := range []string{"small", "small-gnn", "student-gnn"} {
+		b.Run("policy="+name, func(b *testing.B) {
+			payload, err := os.ReadFile("../docs/policies/" + name + ".safetensors")
+			if err != nil {
+				b.Fatal(err)
+			}
+			p, _, err := LoadPolicy(payload)
+			if err != nil {
+				b.Fatal(err)
+			}
+			e, err := NewClusterEnv(EnvSpec{Machines: 1523, Load: 0.9, Episode: 3600}.Config())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer e.Close()
+			d, err := e.ResetErr(1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for k := 0; k < 300 && d.Obs != nil; k++ {
+				a, ok := p.Decide(d)
+				if !ok {
+					a = env.Wait
+				}
+				d, _, _ = e.Step(a)
+			}
+			if d.Obs == nil {
+				b.Fatal("episode ended during the warm-up")
+			}
+			pcg := rand.NewPCG(0, 0)
+			d.RNG = rand.New(pcg)
+			b.ReportAllocs()
+			i := uint64(0)
+			for b.Loop() {
+				pcg.Seed(i, 1)
+				p.Decide(d)
+				i++
+			}
+		})
+	}
+}

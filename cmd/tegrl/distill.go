@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/distill"
+	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -27,8 +28,13 @@ type distillSummary struct {
 	Log       []distill.Stats    `json:"log"`
 	Params    map[string]int     `json:"params"`
 	LatencyUS map[string]float64 `json:"network_latency_us"` // one decision's forward pass and sampling, featurisation excluded
-	EvalSeeds []uint64           `json:"eval_seeds,omitempty"`
-	Eval      []evalRow          `json:"eval,omitempty"`
+	// DecisionUS is a whole evaluation-mode decision (Policy.Decide:
+	// candidates, featurisation and network), on the same live states for
+	// both, on a synthetic cluster of DecisionMachines machines.
+	DecisionUS       map[string]float64 `json:"decision_latency_us,omitempty"`
+	DecisionMachines int                `json:"decision_machines,omitempty"`
+	EvalSeeds        []uint64           `json:"eval_seeds,omitempty"`
+	Eval             []evalRow          `json:"eval,omitempty"`
 	// ReturnRatio is the teacher's mean slowdown over the student's on the
 	// held-out seeds (1: as good; the goal is >= 0.97).
 	ReturnRatio float64 `json:"return_ratio,omitempty"`
@@ -38,7 +44,7 @@ func newDistillCmd(a *app) *cobra.Command {
 	var teacherPath, out, evalSeeds, data, natsURL string
 	var online, useNATS bool
 	var rounds int
-	var hidden, decisions, epochs int
+	var hidden, decisions, epochs, latMachines int
 	var seed uint64
 	var jsonOut bool
 	spec := rl.EnvSpec{Machines: 96, Load: 0.9, Episode: 7200}
@@ -113,6 +119,14 @@ held-out comparison of teacher and student).`,
 				Decisions: s.Len(), Log: log,
 				Params:    map[string]int{"teacher": teacher.Params().Count(), "student": student.Params().Count()},
 				LatencyUS: map[string]float64{"teacher": netLatency(teacher, s), "student": netLatency(student, s)}}
+			if latMachines > 0 {
+				tu, su, err := decisionLatency(teacher, student, latMachines, 2000)
+				if err != nil {
+					return err
+				}
+				sum.DecisionUS = map[string]float64{"teacher": tu, "student": su}
+				sum.DecisionMachines = latMachines
+			}
 			if evalSeeds != "" {
 				seeds, err := report.ParseSeeds(evalSeeds)
 				if err != nil {
@@ -148,6 +162,10 @@ held-out comparison of teacher and student).`,
 			last := log[len(log)-1]
 			fmt.Fprintf(a.stdout, "student (%d parameters, teacher %d) on %d decisions: top-1 agreement %.3f; network latency %.1f µs (teacher %.1f µs)\n",
 				sum.Params["student"], sum.Params["teacher"], s.Len(), last.Agreement, sum.LatencyUS["student"], sum.LatencyUS["teacher"])
+			if sum.DecisionUS != nil {
+				fmt.Fprintf(a.stdout, "  whole decision on %d machines: student %.1f µs, teacher %.1f µs (%.1fx faster)\n",
+					latMachines, sum.DecisionUS["student"], sum.DecisionUS["teacher"], sum.DecisionUS["teacher"]/sum.DecisionUS["student"])
+			}
 			for _, r := range sum.Eval {
 				fmt.Fprintf(a.stdout, "  %-8s slowdown %.3f  SLA viol %.2f%%  safety viol %d\n", r.Scheduler, r.MeanSlowdown, 100*r.SLAViolationRate, r.SafetyViolations)
 			}
@@ -173,8 +191,48 @@ held-out comparison of teacher and student).`,
 	fl.Float64Var(&spec.Load, "load", spec.Load, "offered load")
 	fl.Float64Var(&spec.Episode, "episode", spec.Episode, "simulated seconds per episode")
 	fl.StringVar(&evalSeeds, "eval-seeds", "101-110", "held-out seeds comparing teacher, student and langevin (\"\" skips)")
+	fl.IntVar(&latMachines, "latency-machines", 1523, "synthetic cluster size on which whole decisions of teacher and student are timed (0 skips)")
 	fl.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
 	return cmd
+}
+
+// decisionLatency is the mean wall time of a whole evaluation-mode
+// decision (Policy.Decide) of teacher and student, over n decisions of an
+// hour-long episode on a synthetic cluster of the given size at load 0.9:
+// both decide on the same states with the same candidate draws, and the
+// student's action is applied.
+func decisionLatency(teacher, student *rl.Policy, machines, n int) (teacherUS, studentUS float64, err error) {
+	spec := rl.EnvSpec{Machines: machines, Load: 0.9, Episode: 3600}
+	e, err := rl.NewClusterEnv(spec.Config())
+	if err != nil {
+		return 0, 0, err
+	}
+	defer e.Close()
+	d, err := e.ResetErr(1)
+	if err != nil {
+		return 0, 0, err
+	}
+	var tt, ts time.Duration
+	k := 0
+	for ; k < n && d.Obs != nil; k++ {
+		d1, d2 := d, d
+		d1.RNG, d2.RNG = rand.New(rand.NewPCG(uint64(k), 1)), rand.New(rand.NewPCG(uint64(k), 1))
+		start := time.Now()
+		teacher.Decide(d1)
+		mid := time.Now()
+		a, ok := student.Decide(d2)
+		ts += time.Since(mid)
+		tt += mid.Sub(start)
+		if !ok {
+			a = env.Wait
+		}
+		var done bool
+		if d, _, done = e.Step(a); done {
+			break
+		}
+	}
+	k = max(k, 1)
+	return float64(tt.Nanoseconds()) / 1000 / float64(k), float64(ts.Nanoseconds()) / 1000 / float64(k), nil
 }
 
 // netLatency is the mean wall time of one decision's forward pass and
