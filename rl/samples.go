@@ -3,6 +3,7 @@ package rl
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/tegrl/tegrl/nn"
 )
@@ -58,7 +59,7 @@ func (s *Samples) Reset() {
 func (s *Samples) grow() (cand []float32, nodes []int32, ctx []float32) {
 	nc, nn0, nx := len(s.Cand), len(s.Nodes), len(s.Ctx)
 	s.Cand = growZero(s.Cand, s.K*CandFeatures)
-	s.Nodes = append(s.Nodes, make([]int32, s.K)...)
+	s.Nodes = slices.Grow(s.Nodes, s.K)[:nn0+s.K] // append(…, make(…)…) allocates under -race
 	for i := nn0; i < len(s.Nodes); i++ {
 		s.Nodes[i] = -1
 	}
@@ -83,12 +84,9 @@ func (s *Samples) graphRows(i int) []float32 {
 
 func growZero(b []float32, n int) []float32 {
 	l := len(b)
-	if cap(b)-l >= n {
-		b = b[:l+n]
-		clear(b[l:])
-		return b
-	}
-	return append(b, make([]float32, n)...)
+	b = slices.Grow(b, n)[:l+n]
+	clear(b[l:])
+	return b
 }
 
 // drop removes the last sample (one that could not be featurised).
