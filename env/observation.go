@@ -615,7 +615,9 @@ type Tensors struct {
 
 func obsGrow[T any](b []T, n int) []T {
 	if cap(b) < n {
-		return make([]T, n)
+		// Per-machine rows that a sparse refresh reads and writes at
+		// random: on huge pages when large (see hugeSlice).
+		return hugeSlice[T](n)
 	}
 	return b[:n]
 }
@@ -939,37 +941,40 @@ func (t *Tensors) buildGPUEdges(c *Cluster) {
 // follows the field) and its GPUs' rows.
 func (t *Tensors) fillMachine(s *Sim, f *Field, i int) {
 	st := s.state
-	m := &s.c.Machines[i]
+	// The capacities come from the machine's hot record, which the
+	// candidate checks have just loaded, not from Cluster.Machines (one
+	// more cache miss per candidate on a large cluster); same values.
+	ms := &s.ld.hot[i].machStatic
 	row := t.Machine[i*MachineFeatures : (i+1)*MachineFeatures]
 	up := st.M[i].Up
 	row[mUp] = b2f(up)
-	row[mCPUAlloc] = float32(1 - float64(st.M[i].FreeCPU)/float64(m.CPU))
-	row[mMemAlloc] = float32(1 - float64(st.M[i].FreeMem)/float64(m.Mem))
+	row[mCPUAlloc] = float32(1 - float64(st.M[i].FreeCPU)/ms.cpu)
+	row[mMemAlloc] = float32(1 - float64(st.M[i].FreeMem)/ms.mem)
 	row[mGPUAlloc], row[mFrag] = 0, 0
 	if t.fragVer[i] != st.M[i].Ver {
 		t.frag[i] = st.MachineFrag(i)
 		t.fragVer[i] = st.M[i].Ver
 	}
-	if m.GPUs > 0 {
-		capG := float64(m.GPUs * MilliGPU)
+	if ms.gpus > 0 {
+		capG := float64(int(ms.gpus) * MilliGPU)
 		row[mGPUAlloc] = float32(1 - float64(st.M[i].IdleGPU)/capG)
 		row[mFrag] = float32(t.frag[i] / capG)
 	}
 	row[mGPUFullFree] = float32(float64(st.M[i].FullFree) / obsGPUsNorm)
-	row[mCPUUse] = float32(s.ld.cpuUse[i] / float64(m.CPU))
-	row[mMemUse] = float32(s.memUsage(i) / float64(m.Mem))
+	row[mCPUUse] = float32(s.ld.cpuUse[i] / ms.cpu)
+	row[mMemUse] = float32(s.memUsage(i) / ms.mem)
 	row[mPower] = 0
-	if m.PeakW > 0 {
-		row[mPower] = float32(s.ld.power[i] / m.PeakW)
+	if ms.peakW > 0 {
+		row[mPower] = float32(s.ld.power[i] / ms.peakW)
 	}
-	row[mMemBarrier] = float32(clip1(s.memHeadroom(i) / float64(m.Mem)))
+	row[mMemBarrier] = float32(clip1(s.memHeadroom(i) / ms.mem))
 	row[mJobs] = float32(float64(st.M[i].njobs) / obsJobsNorm)
 	row[mPotential] = 0
 	if v := f.V[i]; up && v != unreachable {
 		row[mPotential] = float32(math.Log1p(max(0, float64(v))))
 	}
-	row[mRackCongestion] = f.Kappa[m.Rack]
-	row[mRackPower] = f.Pi[m.Rack]
+	row[mRackCongestion] = f.Kappa[ms.rack]
+	row[mRackPower] = f.Pi[ms.rack]
 	t.ver[i] = st.M[i].Ver
 
 	base := int(st.gpuBase[i])
@@ -1302,7 +1307,7 @@ func (s *Sim) recordHistory() {
 	const C = HistoryChannels
 	stride := n * C
 	if h.buf == nil {
-		h.buf = make([]float32, HistoryLen*stride)
+		h.buf = hugeSlice[float32](HistoryLen * stride) // read at random by sparse refreshes
 		h.inv = make([]float64, 4*n)
 		for i := range s.c.Machines {
 			m := &s.c.Machines[i]

@@ -99,7 +99,7 @@ type machHot struct {
 	memAgg
 	machStatic
 	fc fragCache // F_n(M) cached by machine version
-	_  [16]byte  // pad to 128 bytes: two whole cache lines
+	_  [8]byte   // pad to 128 bytes: two whole cache lines
 }
 
 // memAgg is a machine's memory-use aggregate.
@@ -117,6 +117,7 @@ type machStatic struct {
 	budget      float64 // its rack's power budget, W
 	uplink      float64 // its rack's uplink, Gbit/s
 	groups      uint64  // NVLink group of each GPU, 4 bits each (packGroups)
+	peakW       float64 // power draw at full utilisation (Machine.PeakW)
 	rack        int32
 	gpus        int32
 }
@@ -133,7 +134,7 @@ func newLoads(c *Cluster) loads {
 		rk := &c.Racks[m.Rack]
 		perCPU, perGPU := dynCoefficients(m)
 		l.hot[i].machStatic = machStatic{cpu: float64(m.CPU), mem: float64(m.Mem), wattsPerCPU: perCPU, wattsPerGPU: perGPU,
-			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, groups: packGroups(m), rack: int32(m.Rack), gpus: int32(m.GPUs)}
+			budget: rk.PowerBudgetW, uplink: rk.UplinkGbps, groups: packGroups(m), peakW: m.PeakW, rack: int32(m.Rack), gpus: int32(m.GPUs)}
 	}
 	return l
 }
