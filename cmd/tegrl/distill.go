@@ -198,9 +198,10 @@ held-out comparison of teacher and student).`,
 
 // decisionLatency is the mean wall time of a whole evaluation-mode
 // decision (Policy.Decide) of teacher and student, over n decisions of an
-// hour-long episode on a synthetic cluster of the given size at load 0.9:
-// both decide on the same states with the same candidate draws, and the
-// student's action is applied.
+// hour-long episode on a synthetic cluster of the given size at load 0.9,
+// after a warm-up of 300 decisions (as BenchmarkPolicyDecide: the first
+// ones see an empty cluster and history): both decide on the same states
+// with the same candidate draws, and the student's action is applied.
 func decisionLatency(teacher, student *rl.Policy, machines, n int) (teacherUS, studentUS float64, err error) {
 	spec := rl.EnvSpec{Machines: machines, Load: 0.9, Episode: 3600}
 	e, err := rl.NewClusterEnv(spec.Config())
@@ -211,6 +212,16 @@ func decisionLatency(teacher, student *rl.Policy, machines, n int) (teacherUS, s
 	d, err := e.ResetErr(1)
 	if err != nil {
 		return 0, 0, err
+	}
+	for k := 0; k < 300 && d.Obs != nil; k++ {
+		a, ok := student.Decide(d)
+		if !ok {
+			a = env.Wait
+		}
+		var done bool
+		if d, _, done = e.Step(a); done {
+			return 0, 0, fmt.Errorf("latency episode ended during the warm-up")
+		}
 	}
 	var tt, ts time.Duration
 	k := 0
