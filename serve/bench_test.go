@@ -200,9 +200,11 @@ func BenchmarkHotLoad(b *testing.B) {
 
 // TestLoadLoopback is the bounded loopback load test: G clients send N
 // decisions in all (bounded in time too) to a real server on 127.0.0.1,
-// while a policy file is hot-loaded every 50 ms (into the serving arm when
-// it serves a learned policy, else into an arm without traffic, so that
-// the validation competes for the CPU all the same); it reports
+// while a policy file is hot-loaded every 50 ms (into the serving arm for
+// "policy", the untrained default-size policy that the loaded files
+// replace; for the other schedulers, the committed teacher and student
+// included, into an arm without traffic, so that the validation competes
+// for the CPU all the same); it reports
 // throughput, latency percentiles and swap times, and requires every
 // request to succeed. Long: skipped with -short.
 func TestLoadLoopback(t *testing.T) {
