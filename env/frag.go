@@ -131,7 +131,7 @@ func (tw *TargetWorkload) NodeFrag(cpu int64, model int, gpus []int32) float64 {
 	for ci := range tw.Classes {
 		c := &tw.Classes[ci]
 		frag := idle
-		if c.GPUs > 0 && (c.Models == 0 || (model >= 0 && c.Models&(1<<uint(model)) != 0)) && cpu >= c.CPU {
+		if c.canUse(cpu, model) {
 			fits := 0
 			for fits < n && sorted[fits] >= c.Milli {
 				fits++
@@ -143,6 +143,13 @@ func (tw *TargetWorkload) NodeFrag(cpu int64, model int, gpus []int32) float64 {
 		f += c.Weight * float64(frag)
 	}
 	return f
+}
+
+// canUse reports whether tasks of class c could run on a machine with free
+// CPU cpu and GPU model index model, GPUs permitting: only then can its
+// GPUs be fragmented for c (otherwise all its idle GPU is).
+func (c *TaskClass) canUse(cpu int64, model int) bool {
+	return c.GPUs > 0 && (c.Models == 0 || (model >= 0 && c.Models&(1<<uint(model)) != 0)) && cpu >= c.CPU
 }
 
 // maxSortedGPUs bounds the machines NodeFrag sorts on the stack; larger
@@ -160,7 +167,7 @@ func (tw *TargetWorkload) nodeFragLoop(cpu int64, model int, gpus []int32) float
 	for ci := range tw.Classes {
 		c := &tw.Classes[ci]
 		frag := idle
-		if c.GPUs > 0 && (c.Models == 0 || (model >= 0 && c.Models&(1<<uint(model)) != 0)) && cpu >= c.CPU {
+		if c.canUse(cpu, model) {
 			fits := 0
 			var sliver int64
 			for _, g := range gpus {
