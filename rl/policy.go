@@ -277,7 +277,9 @@ func (p *Policy) evaluate(tp *nn.Tape[float32], s *Samples, idx []int) (logp, en
 
 // logProb is evaluate on the heads o; without ent it records no entropy
 // operations (a decision needs only the log-probability) and entropy is
-// nil.
+// nil. The entropy terms stay interleaved with the log-probability's in
+// the order they always had on the tape: the backward pass sums the
+// gradients in that order, so training gives the same bits as before.
 func (p *Policy) logProb(tp *nn.Tape[float32], o heads, s *Samples, idx []int, ent bool) (logp, entropy, value *nn.Tensor[float32]) {
 	choice, rep, aff, damp, svc := s.actions(idx)
 	lp := tp.Add(tp.CategoricalLogProb(o.node, o.mask, choice), tp.BetaLogProb(o.dampA, o.dampB, damp))
