@@ -265,3 +265,23 @@ func TestArmGNNPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestArmCommittedPolicies: the committed GNN teacher and its ReLU student
+// (docs/policies) pass validation and place jobs.
+func TestArmCommittedPolicies(t *testing.T) {
+	for _, name := range []string{"small-gnn", "student-gnn"} {
+		path := "../docs/policies/" + name + ".safetensors"
+		s := newTestService(t, Config{Arms: []ArmConfig{{Name: "a", Spec: path, Weight: 1}}})
+		h := s.Handler()
+		for k := 0; k < 5; k++ {
+			code, b := call(t, h, "POST", "/v1/decide", DecideRequest{Key: fmt.Sprintf("k%d", k), Job: JobJSON{CPUMilli: 1000 * int64(k+1), MemMiB: 2048}})
+			if code != http.StatusOK {
+				t.Fatalf("%s: decide: %d %s", name, code, b)
+			}
+			r := decodeBody[DecideResponse](t, b)
+			if r.Action.Machine == nil || r.Verdict != "placed" || !strings.HasPrefix(r.PolicyVersion, name+"@") {
+				t.Fatalf("%s: decision %+v", name, r)
+			}
+		}
+	}
+}
