@@ -24,13 +24,7 @@ check-long:
 
 ## fuzz: run each Fuzz* function of every package for $(FUZZTIME)
 fuzz:
-	@set -e; for pkg in $$($(GO) list ./...); do \
-		list=$$($(GO) test -list 'Fuzz.*' $$pkg) || { echo "$$list"; exit 1; }; \
-		for f in $$(echo "$$list" | grep '^Fuzz' || true); do \
-			echo "fuzz $$pkg $$f ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) scripts/fuzz.sh
 
 ## bench: all benchmarks with allocation counts
 bench:
