@@ -56,8 +56,10 @@ training), labels the decisions it visits with its outputs, and fits a
 smaller student with the same inputs and heads: T²·KL at temperature 2 on the
 placement distribution, squared error of the Beta heads' means and log
 concentrations, and the value. It writes DIR/policy.safetensors and
-DIR/summary.json (top-1 agreement, network latency of both, and the
-held-out comparison of teacher and student).`,
+DIR/summary.json (top-1 agreement, the network latency of both, their
+whole-decision latency on a synthetic cluster of --latency-machines
+machines, and the held-out comparison of teacher and student). The
+student is a ReLU MLP of width --hidden, without graph layers.`,
 		Example: `  tegrl distill --teacher docs/policies/small.safetensors --out runs/student`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
