@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // GatherRows returns the rows x[idx[0]], x[idx[1]], ... where a row is
@@ -166,13 +167,47 @@ func (tp *Tape[T]) segmentMaxer(out []T, nseg, stride int) segMax[T] {
 	return segMax[T]{out: out, counts: counts, stride: stride}
 }
 
+// addArg is add that also records in arg, for each column, the first row
+// (numbered e by the caller) that attains the segment's maximum: a
+// segment's first row sets every column, a later one the columns where it
+// is strictly larger. (So a column's row is the first whose value equals
+// the final maximum; with a NaN the maximum is NaN and equals no row.)
+func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
+	or := m.out[s*m.stride : (s+1)*m.stride]
+	ar := arg[s*m.stride : (s+1)*m.stride]
+	or, ar = or[:len(row)], ar[:len(row)]
+	if m.counts[s] == 0 {
+		for j := range ar {
+			ar[j] = int32(e)
+		}
+	}
+	m.counts[s]++
+	j := 0
+	if unsafe.Sizeof(row[0]) == 4 && haveSgemmKernel && len(row) >= 8 {
+		j = len(row) &^ 7
+		maxArgAVX(&as32(or)[0], &ar[0], &as32(row)[0], j, int32(e))
+	}
+	for ; j < len(row); j++ {
+		if row[j] > or[j] {
+			ar[j] = int32(e)
+		}
+		or[j] = max(or[j], row[j])
+	}
+}
+
 // add takes row into segment s's maximum, branch-free.
 func (m *segMax[T]) add(s int, row []T) {
 	m.counts[s]++
 	or := m.out[s*m.stride : (s+1)*m.stride]
 	or = or[:len(row)]
-	for j, v := range row {
-		or[j] = max(or[j], v)
+	j := 0
+	if unsafe.Sizeof(row[0]) == 4 && haveSgemmKernel && len(row) >= 8 {
+		// Eight lanes per step, with max's NaN and signed-zero rules.
+		j = len(row) &^ 7
+		maxAVX(&as32(or)[0], &as32(row)[0], j)
+	}
+	for ; j < len(row); j++ {
+		or[j] = max(or[j], row[j])
 	}
 }
 

@@ -386,8 +386,13 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 	y := out.Data
 	switch k {
 	case unaryReLU:
-		for i, v := range x.Data {
-			y[i] = max(v, 0)
+		i := 0
+		if unsafe.Sizeof(x.Data[0]) == 4 && haveSgemmKernel && len(y) >= 8 {
+			i = len(y) &^ 7
+			reluAVX(&as32(y)[0], &as32(x.Data)[0], i)
+		}
+		for ; i < len(y); i++ {
+			y[i] = max(x.Data[i], 0)
 		}
 	case unaryTanh:
 		for i, v := range x.Data {
@@ -436,7 +441,13 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 // clear also passes).
 func reluGrad32(dst, x, g []float32) {
 	x, dst = x[:len(g)], dst[:len(g)]
-	for i, v := range g {
+	i0 := 0
+	if haveSgemmKernel && len(g) >= 8 {
+		i0 = len(g) &^ 7 // the same mask, eight lanes at a time
+		reluGradAVX(&dst[0], &x[0], &g[0], i0)
+	}
+	for i := i0; i < len(g); i++ {
+		v := g[i]
 		b := int32(math.Float32bits(x[i]))
 		m := uint32(((-b) &^ b) >> 31) // -b < 0 and b >= 0: b > 0 (also excludes -0)
 		dst[i] = math.Float32frombits(math.Float32bits(v) & m)

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"fmt"
+	"math/bits"
 	"unsafe"
 )
 
@@ -96,12 +97,20 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	out := tp.allocLeadRaw(x, nseg)
 	msg := tp.alloc(false, stride).Data
 	m := tp.segmentMaxer(out.Data, nseg, stride)
+	var arg []int32
+	if out.RequiresGrad {
+		arg = tp.allocInt32s(len(out.Data))
+	}
 	for e, s := range seg {
 		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x.Data, stride)
-		m.add(s, msg)
+		if arg != nil {
+			m.addArg(s, msg, arg, e)
+		} else {
+			m.add(s, msg)
+		}
 	}
 	m.finish()
-	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: tp.keepWeights(w, out), aux2: tp.alloc(false, stride)})
+	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: tp.keepWeights(w, out), arg: arg})
 	return out
 }
 
@@ -125,39 +134,23 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 		return
 	}
 	_, stride := n.a.lead()
-	ptr, idx, x := n.ints, n.idx, n.a.Data
+	ptr, idx := n.ints, n.idx
 	var w []T
 	if n.aux != nil {
 		w = n.aux.Data
 	}
-	msg := n.aux2.Data
-	// One bit per output element, set once its gradient is routed (the
-	// first maximal row wins ties, as in SegmentMax).
-	done := tp.allocInts((len(n.out.Data) + 63) / 64)
-	clear(done)
-	// The columns where a message attains its segment's maximum (about
-	// one in a segment's size) are collected without a branch on the
-	// comparison, which a plain if mispredicts at that rate.
+	// Each output column's gradient goes to the row (edge) the forward pass
+	// recorded as the first to attain the maximum; edges in order, columns
+	// increasing, the order in which the gradient of a shared source row
+	// has always been summed.
 	match := tp.allocInts(stride)
 	for e, s := range n.seg {
-		spmmRow(msg, ptr[e], ptr[e+1], idx, w, x, stride)
 		or, g := n.out.Data[s*stride:(s+1)*stride], n.out.Grad[s*stride:(s+1)*stride]
-		or = or[:len(msg)]
-		m := 0
-		for j, v := range msg {
-			eq := 0
-			if v == or[j] {
-				eq = 1
-			}
-			match[m] = j
-			m += eq
-		}
+		m := argCols(match, n.arg[s*stride:(s+1)*stride], int32(e))
 		for _, j := range match[:m] {
-			bit := s*stride + j
-			if done[bit/64]&(1<<(bit%64)) != 0 {
-				continue
+			if or[j] != or[j] {
+				continue // a NaN maximum equals no message
 			}
-			done[bit/64] |= 1 << (bit % 64)
 			for k := ptr[e]; k < ptr[e+1]; k++ {
 				wk := T(1)
 				if w != nil {
@@ -167,6 +160,32 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 			}
 		}
 	}
+}
+
+// argCols writes to match, in increasing order, the columns j where
+// arg[j] == e, and returns how many there are (eight compares at a time
+// where the CPU has AVX2).
+func argCols(match []int, arg []int32, e int32) int {
+	m, j := 0, 0
+	if haveSgemmKernel {
+		for len(arg)-j >= 8 {
+			w := min(64, (len(arg)-j)&^7)
+			for mask := eqMaskI32AVX(&arg[j], e, w); mask != 0; mask &= mask - 1 {
+				match[m] = j + bits.TrailingZeros64(mask)
+				m++
+			}
+			j += w
+		}
+	}
+	for ; j < len(arg); j++ {
+		eq := 0
+		if arg[j] == e {
+			eq = 1
+		}
+		match[m] = j
+		m += eq
+	}
+	return m
 }
 
 func backSpMM[T Float](n *node[T]) {

@@ -17,3 +17,32 @@ func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc boo
 //
 //go:noescape
 func axpyAVX(y *float32, a float32, x *float32, n int)
+
+// maxAVX sets y[i] = max(y[i], x[i]) with the semantics of Go's max (NaN
+// wins, +0 over −0) for n, a multiple of 8, elements; sgemm_amd64.s.
+//
+//go:noescape
+func maxAVX(y, x *float32, n int)
+
+// reluAVX sets y[i] = max(x[i], 0) like maxAVX; sgemm_amd64.s.
+//
+//go:noescape
+func reluAVX(y, x *float32, n int)
+
+// reluGradAVX is reluGrad32 for n, a multiple of 8, elements;
+// sgemm_amd64.s.
+//
+//go:noescape
+func reluGradAVX(dst, x, grad *float32, n int)
+
+// maxArgAVX takes row into out as maxAVX and sets arg[j] = e where row[j]
+// was strictly larger, for n a multiple of 8; sgemm_amd64.s.
+//
+//go:noescape
+func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
+
+// eqMaskI32AVX returns the mask of lanes j < n where a[j] == v, for n a
+// multiple of 8 and at most 64; sgemm_amd64.s.
+//
+//go:noescape
+func eqMaskI32AVX(a *int32, v int32, n int) uint64

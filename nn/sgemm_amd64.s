@@ -142,3 +142,146 @@ loop8:
 done:
 	VZEROUPPER
 	RET
+
+// GOMAX computes, in Y2, max(Y0, Y1) as Go's built-in max does: the larger
+// value, +0 for a +0 and a −0, and NaN when either is NaN. VMAXPS alone
+// returns its second operand on ties and when either is NaN, so ties take
+// Y0 AND Y1 (the same value, or +0 for mixed zeros) and a NaN in Y0 is put
+// back. Clobbers Y3-Y5.
+#define GOMAX \
+	VMAXPS Y1, Y0, Y2; \
+	VCMPPS $0, Y1, Y0, Y3; \
+	VANDPS Y1, Y0, Y4; \
+	VBLENDVPS Y3, Y4, Y2, Y2; \
+	VCMPPS $3, Y0, Y0, Y5; \
+	VBLENDVPS Y5, Y0, Y2, Y2
+
+// func maxAVX(y, x *float32, n int)
+//
+// y[i] = max(y[i], x[i]) for n a multiple of 8.
+TEXT ·maxAVX(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+maxloop:
+	CMPQ CX, $8
+	JLT maxdone
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP maxloop
+maxdone:
+	VZEROUPPER
+	RET
+
+// func reluAVX(y, x *float32, n int)
+//
+// y[i] = max(x[i], 0) for n a multiple of 8.
+TEXT ·reluAVX(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y1, Y1, Y1
+reluloop:
+	CMPQ CX, $8
+	JLT reludone
+	VMOVUPS (SI), Y0
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP reluloop
+reludone:
+	VZEROUPPER
+	RET
+
+// func reluGradAVX(dst, x, grad *float32, n int)
+//
+// dst[i] = grad[i] where x[i]'s bits, read as an int32, are positive (x > 0),
+// else 0, as reluGrad32, for n a multiple of 8.
+TEXT ·reluGradAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+	VPXOR Y2, Y2, Y2
+rgloop:
+	CMPQ CX, $8
+	JLT rgdone
+	VMOVDQU (SI), Y0
+	VPCMPGTD Y2, Y0, Y1 // x > 0 as int32
+	VPAND (DX), Y1, Y1
+	VMOVDQU Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP rgloop
+rgdone:
+	VZEROUPPER
+	RET
+
+// func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
+//
+// For n a multiple of 8: arg[j] = e where row[j] > out[j] (ordered, so a
+// NaN never wins), then out[j] = max(out[j], row[j]) as maxAVX.
+TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ row+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVL e+32(FP), AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+maloop:
+	CMPQ CX, $8
+	JLT madone
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	VCMPPS $30, Y0, Y1, Y6 // row > out (GT_OQ)
+	VMOVDQU (R9), Y7
+	VBLENDVPS Y6, Y8, Y7, Y7
+	VMOVDQU Y7, (R9)
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, R9
+	SUBQ $8, CX
+	JMP maloop
+madone:
+	VZEROUPPER
+	RET
+
+// func eqMaskI32AVX(a *int32, v int32, n int) uint64
+//
+// Bit j of the result is set when a[j] == v, for n a multiple of 8 and at
+// most 64.
+TEXT ·eqMaskI32AVX(SB), NOSPLIT, $0-32
+	MOVQ a+0(FP), SI
+	MOVL v+8(FP), AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	MOVQ n+16(FP), R8
+	XORQ AX, AX
+	XORQ CX, CX
+eqiloop:
+	CMPQ R8, $8
+	JLT eqidone
+	VPCMPEQD (SI), Y8, Y1
+	VMOVMSKPS Y1, BX
+	SHLQ CX, BX
+	ORQ BX, AX
+	ADDQ $8, CX
+	ADDQ $32, SI
+	SUBQ $8, R8
+	JMP eqiloop
+eqidone:
+	VZEROUPPER
+	MOVQ AX, ret+24(FP)
+	RET

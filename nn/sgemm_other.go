@@ -13,3 +13,23 @@ func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc boo
 func axpyAVX(y *float32, a float32, x *float32, n int) {
 	panic("nn: axpyAVX without the assembly kernel")
 }
+
+func maxAVX(y, x *float32, n int) {
+	panic("nn: maxAVX without the assembly kernel")
+}
+
+func reluAVX(y, x *float32, n int) {
+	panic("nn: reluAVX without the assembly kernel")
+}
+
+func reluGradAVX(dst, x, grad *float32, n int) {
+	panic("nn: reluGradAVX without the assembly kernel")
+}
+
+func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32) {
+	panic("nn: maxArgAVX without the assembly kernel")
+}
+
+func eqMaskI32AVX(a *int32, v int32, n int) uint64 {
+	panic("nn: eqMaskI32AVX without the assembly kernel")
+}

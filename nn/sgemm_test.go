@@ -170,3 +170,140 @@ func TestAddN(t *testing.T) {
 		}
 	}
 }
+
+// TestMax32 checks the float32 maximum of SegmentMax and ReLU (eight lanes
+// at a time where the CPU has AVX2) against Go's max bit for bit: NaN in
+// either operand gives NaN, +0 wins over −0, infinities and subnormals,
+// at every length up to 40 (the lanes and the scalar tail).
+func TestMax32(t *testing.T) {
+	nan := float32(math.NaN())
+	special := []float32{0, float32(math.Copysign(0, -1)), nan, float32(math.Inf(1)), float32(math.Inf(-1)), 1e-40, -1e-40, 1, -1, 2.5}
+	rng := rand.New(rand.NewPCG(4, 4))
+	same := func(a, b float32) bool {
+		return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+	}
+	for n := 0; n <= 40; n++ {
+		for trial := 0; trial < 50; trial++ {
+			x, y := make([]float32, n), make([]float32, n)
+			for i := range x {
+				x[i], y[i] = special[rng.IntN(len(special))], special[rng.IntN(len(special))]
+			}
+			// Segment maxima: every row into one segment of width n.
+			if n > 0 {
+				out := slices.Clone(y)
+				m := segMax[float32]{out: out, counts: make([]int, 1), stride: n}
+				m.add(0, x)
+				for i := range x {
+					if want := max(y[i], x[i]); !same(out[i], want) {
+						t.Fatalf("n=%d: max(%v, %v) = %v, want %v", n, y[i], x[i], out[i], want)
+					}
+				}
+			}
+			tp := NewTape[float32]()
+			r := tp.ReLU(NewTensor(x, n))
+			for i := range x {
+				if want := max(x[i], 0); !same(r.Data[i], want) {
+					t.Fatalf("n=%d: relu(%v) = %v, want %v", n, x[i], r.Data[i], want)
+				}
+			}
+		}
+	}
+}
+
+// TestReLUGrad32Lanes checks reluGrad32 at every length up to 40 (the
+// eight-lane kernel and the tail) against its definition on the bits: the
+// gradient passes where x, read as an int32, is positive (x > 0, and NaN
+// with the sign clear), and is +0 elsewhere.
+func TestReLUGrad32Lanes(t *testing.T) {
+	negNaN := math.Float32frombits(0xffc00000)
+	vals := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), negNaN, 1e-40, -1e-40, 1, -1, float32(math.Inf(1)), float32(math.Inf(-1))}
+	rng := rand.New(rand.NewPCG(6, 6))
+	for n := 0; n <= 40; n++ {
+		x, g, dst := make([]float32, n), make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], g[i] = vals[rng.IntN(len(vals))], float32(rng.NormFloat64())
+		}
+		reluGrad32(dst, x, g)
+		for i := range x {
+			want := float32(0)
+			if int32(math.Float32bits(x[i])) > 0 {
+				want = g[i]
+			}
+			if math.Float32bits(dst[i]) != math.Float32bits(want) {
+				t.Fatalf("n=%d: x %v (bits %#x), g %v: %v, want %v", n, x[i], math.Float32bits(x[i]), g[i], dst[i], want)
+			}
+		}
+	}
+}
+
+// TestSegMaxArg checks the argmax SpMMSegmentMax records for its backward
+// pass (eight lanes at a time where the CPU has AVX2) against its
+// definition: per column, the first row whose value equals the final
+// maximum (NaN, ±0, ±∞, repeats and widths past the lanes included), and
+// argCols's listing of a row's columns.
+func TestSegMaxArg(t *testing.T) {
+	vals := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)), 1, -1, 2}
+	rng := rand.New(rand.NewPCG(7, 7))
+	for width := 1; width <= 70; width++ {
+		for trial := 0; trial < 10; trial++ {
+			rows := 1 + rng.IntN(5)
+			data := make([][]float32, rows)
+			for e := range data {
+				data[e] = make([]float32, width)
+				for j := range data[e] {
+					data[e][j] = vals[rng.IntN(len(vals))]
+				}
+			}
+			out, arg := make([]float32, width), make([]int32, width)
+			for j := range out {
+				out[j] = float32(math.Inf(-1))
+			}
+			m := segMax[float32]{out: out, counts: make([]int, 1), stride: width}
+			for e := range data {
+				m.addArg(0, data[e], arg, e)
+			}
+			match := make([]int, width)
+			for j := range out {
+				want := data[0][j]
+				for e := range data {
+					want = max(want, data[e][j])
+				}
+				if math.Float32bits(out[j]) != math.Float32bits(want) && !(out[j] != out[j] && want != want) {
+					t.Fatalf("width %d column %d: max %v, want %v", width, j, out[j], want)
+				}
+				if want != want {
+					continue
+				}
+				first := -1
+				for e := range data {
+					if data[e][j] == want {
+						first = e
+						break
+					}
+				}
+				if int(arg[j]) != first {
+					t.Fatalf("width %d column %d: rows %v: argmax %d, want %d", width, j, column(data, j), arg[j], first)
+				}
+			}
+			for e := range data {
+				var want []int
+				for j := range arg {
+					if int(arg[j]) == e {
+						want = append(want, j)
+					}
+				}
+				if got := match[:argCols(match, arg, int32(e))]; !slices.Equal(got, want) {
+					t.Fatalf("width %d: columns of row %d %v, want %v", width, e, got, want)
+				}
+			}
+		}
+	}
+}
+
+func column(data [][]float32, j int) []float32 {
+	var c []float32
+	for _, r := range data {
+		c = append(c, r[j])
+	}
+	return c
+}

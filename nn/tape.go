@@ -17,6 +17,9 @@ type Tape[T Float] struct {
 	ints     [][]int // arena of index buffers (argmax, counts)
 	usedInts int
 
+	int32s     [][]int32 // arena of narrow index buffers (SpMMSegmentMax's argmax)
+	usedInt32s int
+
 	scratch gemmScratch[T] // transposed matmul operands
 }
 
@@ -30,6 +33,7 @@ func (tp *Tape[T]) Reset() {
 	tp.nodes = tp.nodes[:0]
 	tp.used = 0
 	tp.usedInts = 0
+	tp.usedInt32s = 0
 }
 
 // Len returns the number of recorded operations.
@@ -88,6 +92,21 @@ func (tp *Tape[T]) allocInts(n int) []int {
 		tp.ints[tp.usedInts] = b
 	}
 	tp.usedInts++
+	return b[:n]
+}
+
+// allocInt32s returns a tape-owned int32 buffer of length n (contents
+// undefined).
+func (tp *Tape[T]) allocInt32s(n int) []int32 {
+	if tp.usedInt32s == len(tp.int32s) {
+		tp.int32s = append(tp.int32s, nil)
+	}
+	b := tp.int32s[tp.usedInt32s]
+	if cap(b) < n {
+		b = make([]int32, n)
+		tp.int32s[tp.usedInt32s] = b
+	}
+	tp.usedInt32s++
 	return b[:n]
 }
 
@@ -200,6 +219,7 @@ type node[T Float] struct {
 	idx     []int // caller's indices (gather, segments, targets)
 	seg     []int // caller's segment ids, where idx holds other indices
 	ints    []int // tape-owned indices (argmax, counts)
+	arg     []int32
 	mask    []bool
 	i0, i1  int
 	i2      int
