@@ -219,7 +219,7 @@ type node[T Float] struct {
 	idx     []int // caller's indices (gather, segments, targets)
 	seg     []int // caller's segment ids, where idx holds other indices
 	ints    []int // tape-owned indices (argmax, counts)
-	arg     []int32
+	arg     []int32 // tape-owned argmax of SpMMSegmentMax
 	mask    []bool
 	i0, i1  int
 	i2      int
