@@ -216,9 +216,9 @@ type node[T Float] struct {
 	a, b, c *Tensor[T]
 	aux     *Tensor[T] // saved intermediate (log-probabilities, im2col, x-hat)
 	aux2    *Tensor[T]
-	idx     []int // caller's indices (gather, segments, targets)
-	seg     []int // caller's segment ids, where idx holds other indices
-	ints    []int // tape-owned indices (argmax, counts)
+	idx     []int   // caller's indices (gather, segments, targets)
+	seg     []int   // caller's segment ids, where idx holds other indices
+	ints    []int   // tape-owned indices (argmax, counts)
 	arg     []int32 // tape-owned argmax of SpMMSegmentMax
 	mask    []bool
 	i0, i1  int
