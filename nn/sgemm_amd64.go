@@ -5,7 +5,7 @@ package nn
 import "golang.org/x/sys/cpu"
 
 // haveSgemmKernel is true where the AVX2/FMA kernel of sgemm can run.
-var haveSgemmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA
+var haveSgemmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //
@@ -46,3 +46,16 @@ func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
 //
 //go:noescape
 func eqMaskI32AVX(a *int32, v int32, n int) uint64
+
+// routeMaskAVX sets mask[j] (all ones or zero) to arg[j] == e and out[j]
+// not NaN, for n a multiple of 8, and returns how many are set;
+// sgemm_amd64.s.
+//
+//go:noescape
+func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
+
+// routeAVX adds w·grad[j] to y[j] where mask[j] is set (the product and the
+// sum each rounded, as in Go), for n a multiple of 8; sgemm_amd64.s.
+//
+//go:noescape
+func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)

@@ -285,3 +285,65 @@ eqidone:
 	VZEROUPPER
 	MOVQ AX, ret+24(FP)
 	RET
+
+// func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
+//
+// For n a multiple of 8: mask[j] = all ones where arg[j] == e and out[j]
+// is not NaN, else 0; returns how many lanes are set.
+TEXT ·routeMaskAVX(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), DI
+	MOVQ arg+8(FP), SI
+	MOVL e+16(FP), AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	MOVQ out+24(FP), DX
+	MOVQ n+32(FP), CX
+	XORQ AX, AX
+rmloop:
+	CMPQ CX, $8
+	JLT rmdone
+	VPCMPEQD (SI), Y8, Y1
+	VMOVUPS (DX), Y0
+	VCMPPS $7, Y0, Y0, Y2 // ordered: not NaN
+	VANDPS Y2, Y1, Y1
+	VMOVUPS Y1, (DI)
+	VMOVMSKPS Y1, BX
+	POPCNTL BX, BX
+	ADDQ BX, AX
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP rmloop
+rmdone:
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET
+
+// func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)
+//
+// For n a multiple of 8: y[j] += w·grad[j] (a product rounded, then a sum
+// rounded, as Go computes it) where mask[j] is set; other lanes keep y[j].
+TEXT ·routeAVX(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), DI
+	VBROADCASTSS w+8(FP), Y8
+	MOVQ grad+16(FP), SI
+	MOVQ mask+24(FP), DX
+	MOVQ n+32(FP), CX
+rtloop:
+	CMPQ CX, $8
+	JLT rtdone
+	VMOVUPS (DI), Y0
+	VMULPS (SI), Y8, Y1
+	VADDPS Y1, Y0, Y1
+	VMOVUPS (DX), Y2
+	VBLENDVPS Y2, Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP rtloop
+rtdone:
+	VZEROUPPER
+	RET
