@@ -41,9 +41,9 @@ func newField(n, r, cold int) *Field {
 		Kappa: make([]float32, r), Pi: make([]float32, r), coldBits: make([]uint64, (n+63)/64)}
 }
 
-// IsCold reports whether machine i is in the snapshot's Cold or ColdGPU
+// isCold reports whether machine i is in the snapshot's Cold or ColdGPU
 // list.
-func (f *Field) IsCold(i int) bool { return f.coldBits[i>>6]>>(i&63)&1 != 0 }
+func (f *Field) isCold(i int) bool { return f.coldBits[i>>6]>>(i&63)&1 != 0 }
 
 // setColdBits sets (on) or clears the bits of the cold lists' machines.
 func (f *Field) setColdBits(on bool) {

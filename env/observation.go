@@ -686,14 +686,6 @@ func (s *Sim) Observe(t *Tensors, pending *Job) {
 		for i := range s.c.Machines {
 			t.fillMachine(s, f, i)
 		}
-		for i := range s.c.Machines {
-			t.Machine[i*MachineFeatures+mCold] = 0
-		}
-		for _, l := range [2][]int32{f.Cold, f.ColdGPU} {
-			for _, i := range l {
-				t.Machine[int(i)*MachineFeatures+mCold] = 1
-			}
-		}
 	}
 	if !t.histOK || t.histSeq != s.hist.seq {
 		t.fillHistory(s)
@@ -746,7 +738,6 @@ func (s *Sim) ObserveSparse(t *Tensors, pending *Job, cand []int, draws int) {
 	}
 	for _, i := range cand {
 		t.fillMachine(s, f, i)
-		t.Machine[i*MachineFeatures+mCold] = b2f(f.IsCold(i))
 		t.fillHistoryRow(s, i)
 		if pending != nil && st.Admit(i, &t.req) {
 			t.Mask[i] = true
@@ -973,6 +964,7 @@ func (t *Tensors) fillMachine(s *Sim, f *Field, i int) {
 	if v := f.V[i]; up && v != unreachable {
 		row[mPotential] = float32(math.Log1p(max(0, float64(v))))
 	}
+	row[mCold] = b2f(f.isCold(i))
 	row[mRackCongestion] = f.Kappa[ms.rack]
 	row[mRackPower] = f.Pi[ms.rack]
 	t.ver[i] = st.M[i].Ver

@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math/bits"
 	"unsafe"
 )
 
@@ -181,23 +180,14 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 }
 
 // argCols writes to match, in increasing order, the columns j where
-// arg[j] == e, and returns how many there are (eight compares at a time
-// where the CPU has AVX2).
+// arg[j] == e, and returns how many there are (without a branch on the
+// comparison, which would mispredict: about one column in a segment's
+// degree matches).
 func argCols(match []int, arg []int32, e int32) int {
-	m, j := 0, 0
-	if haveSgemmKernel {
-		for len(arg)-j >= 8 {
-			w := min(64, (len(arg)-j)&^7)
-			for mask := eqMaskI32AVX(&arg[j], e, w); mask != 0; mask &= mask - 1 {
-				match[m] = j + bits.TrailingZeros64(mask)
-				m++
-			}
-			j += w
-		}
-	}
-	for ; j < len(arg); j++ {
+	m := 0
+	for j, a := range arg {
 		eq := 0
-		if arg[j] == e {
+		if a == e {
 			eq = 1
 		}
 		match[m] = j

@@ -41,12 +41,6 @@ func reluGradAVX(dst, x, grad *float32, n int)
 //go:noescape
 func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
 
-// eqMaskI32AVX returns the mask of lanes j < n where a[j] == v, for n a
-// multiple of 8 and at most 64; sgemm_amd64.s.
-//
-//go:noescape
-func eqMaskI32AVX(a *int32, v int32, n int) uint64
-
 // routeMaskAVX sets mask[j] (all ones or zero) to arg[j] == e and out[j]
 // not NaN, for n a multiple of 8, and returns how many are set;
 // sgemm_amd64.s.

@@ -258,34 +258,6 @@ madone:
 	VZEROUPPER
 	RET
 
-// func eqMaskI32AVX(a *int32, v int32, n int) uint64
-//
-// Bit j of the result is set when a[j] == v, for n a multiple of 8 and at
-// most 64.
-TEXT ·eqMaskI32AVX(SB), NOSPLIT, $0-32
-	MOVQ a+0(FP), SI
-	MOVL v+8(FP), AX
-	VMOVD AX, X8
-	VPBROADCASTD X8, Y8
-	MOVQ n+16(FP), R8
-	XORQ AX, AX
-	XORQ CX, CX
-eqiloop:
-	CMPQ R8, $8
-	JLT eqidone
-	VPCMPEQD (SI), Y8, Y1
-	VMOVMSKPS Y1, BX
-	SHLQ CX, BX
-	ORQ BX, AX
-	ADDQ $8, CX
-	ADDQ $32, SI
-	SUBQ $8, R8
-	JMP eqiloop
-eqidone:
-	VZEROUPPER
-	MOVQ AX, ret+24(FP)
-	RET
-
 // func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
 //
 // For n a multiple of 8: mask[j] = all ones where arg[j] == e and out[j]

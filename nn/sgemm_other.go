@@ -30,10 +30,6 @@ func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32) {
 	panic("nn: maxArgAVX without the assembly kernel")
 }
 
-func eqMaskI32AVX(a *int32, v int32, n int) uint64 {
-	panic("nn: eqMaskI32AVX without the assembly kernel")
-}
-
 func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int {
 	panic("nn: routeMaskAVX without the assembly kernel")
 }

@@ -82,31 +82,24 @@ func (tp *Tape[T]) allocRaw(requiresGrad bool, shape ...int) *Tensor[T] {
 }
 
 // allocInts returns a tape-owned int buffer of length n (contents undefined).
-func (tp *Tape[T]) allocInts(n int) []int {
-	if tp.usedInts == len(tp.ints) {
-		tp.ints = append(tp.ints, nil)
-	}
-	b := tp.ints[tp.usedInts]
-	if cap(b) < n {
-		b = make([]int, n)
-		tp.ints[tp.usedInts] = b
-	}
-	tp.usedInts++
-	return b[:n]
-}
+func (tp *Tape[T]) allocInts(n int) []int { return arenaGet(&tp.ints, &tp.usedInts, n) }
 
 // allocInt32s returns a tape-owned int32 buffer of length n (contents
 // undefined).
-func (tp *Tape[T]) allocInt32s(n int) []int32 {
-	if tp.usedInt32s == len(tp.int32s) {
-		tp.int32s = append(tp.int32s, nil)
+func (tp *Tape[T]) allocInt32s(n int) []int32 { return arenaGet(&tp.int32s, &tp.usedInt32s, n) }
+
+// arenaGet hands out the next of the buffers in arena (*used of them are
+// live), grown to n elements if needed.
+func arenaGet[E any](arena *[][]E, used *int, n int) []E {
+	if *used == len(*arena) {
+		*arena = append(*arena, nil)
 	}
-	b := tp.int32s[tp.usedInt32s]
+	b := (*arena)[*used]
 	if cap(b) < n {
-		b = make([]int32, n)
-		tp.int32s[tp.usedInt32s] = b
+		b = make([]E, n)
+		(*arena)[*used] = b
 	}
-	tp.usedInt32s++
+	*used++
 	return b[:n]
 }
 
