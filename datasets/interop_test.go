@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -39,39 +39,40 @@ type jsSummary struct {
 	} `json:"columns"`
 }
 
-// nodeWithArrow finds node and the apache-arrow package, or skips: the
-// project downloads nothing but Go modules, so the check runs only where
-// the package is already installed (globally, or in a node_modules folder
-// named by TEGRL_NODE_MODULES).
-func nodeWithArrow(t *testing.T) (node, nodePath string) {
+// vendoredArrowSHA256 is the SHA-256 of the apache-arrow bundle under
+// testdata/node_modules: Arrow.es2015.min.js from the npm registry's
+// apache-arrow-21.2.0.tgz (integrity sha512-Hxe6Agq26gQOM954qpzYSllJBPJl+e16U5CkfuMUhLrNba+5nKkttIVlflaovN6oaTratqMGAO8H5u/aNhmHWQ==),
+// unmodified. The project downloads nothing but Go modules, so the second
+// Arrow implementation travels with the test; node resolves it from the
+// checker's own folder.
+const vendoredArrowSHA256 = "4bb22da0967f403eea39bc51820552e729ed1ad3e50c2568fb43d818bc1ca4d0"
+
+// nodeWithArrow finds node, or skips, and checks that the checker parses
+// and that the vendored apache-arrow bundle is the released one.
+func nodeWithArrow(t *testing.T) (node string) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Skip("node not found; skipping the Arrow interoperability check")
 	}
-	// The checker must at least parse, package or not.
 	if out, err := exec.Command(node, "--check", filepath.Join("testdata", "check_arrow.cjs")).CombinedOutput(); err != nil {
 		t.Fatalf("testdata/check_arrow.cjs: %v\n%s", err, out)
 	}
-	paths := []string{os.Getenv("TEGRL_NODE_MODULES"), os.Getenv("NODE_PATH"), "/usr/lib/node_modules", "/usr/local/lib/node_modules"}
-	if out, err := exec.Command("npm", "root", "-g").Output(); err == nil {
-		paths = append(paths, strings.TrimSpace(string(out)))
+	b, err := os.ReadFile(filepath.Join("testdata", "node_modules", "apache-arrow", "Arrow.es2015.min.js"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	paths = slices.DeleteFunc(paths, func(p string) bool { return p == "" })
-	nodePath = strings.Join(slices.Compact(paths), string(os.PathListSeparator))
-	cmd := exec.Command(node, "-e", "require.resolve('apache-arrow')")
-	cmd.Env = append(os.Environ(), "NODE_PATH="+nodePath)
-	if err := cmd.Run(); err != nil {
-		t.Skipf("the apache-arrow npm package is not installed (searched NODE_PATH=%s); install it (npm install -g apache-arrow) or set TEGRL_NODE_MODULES to run this check", nodePath)
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != vendoredArrowSHA256 {
+		t.Fatalf("testdata/node_modules/apache-arrow/Arrow.es2015.min.js has SHA-256 %x, want apache-arrow 21.2.0's %s", sum, vendoredArrowSHA256)
 	}
-	return node, nodePath
+	return node
 }
 
 // TestArrowJSInterop writes one file of each kind and has apache-arrow
 // read them: metadata, row counts, field names, and per-column statistics
 // must match what the Go reader computes.
 func TestArrowJSInterop(t *testing.T) {
-	node, nodePath := nodeWithArrow(t)
+	node := nodeWithArrow(t)
 	dir := t.TempDir()
 	c := testCluster(t, 40, 6)
 	w := testWorkload(t, c, 900, 6)
@@ -103,7 +104,9 @@ func TestArrowJSInterop(t *testing.T) {
 		args = append(args, filepath.Join(dir, f))
 	}
 	cmd := exec.Command(node, args...)
-	cmd.Env = append(os.Environ(), "NODE_PATH="+nodePath)
+	// Only the vendored package: a NODE_PATH of the caller's must not
+	// bring another version.
+	cmd.Env = append(os.Environ(), "NODE_PATH=")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
