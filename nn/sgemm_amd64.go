@@ -53,3 +53,17 @@ func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
 //
 //go:noescape
 func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)
+
+// spmmRowAVX writes Σ w[e]·x[idx[e]*stride+j] over e < n into dst[j] for
+// j < cols, a multiple of 8, with axpyAVX's arithmetic (w nil: weights
+// 1); sgemm_amd64.s.
+//
+//go:noescape
+func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
+
+// spmmScatterAVX adds w[e]·grad[j] to y[idx[e]*stride+j] for e < n, j < cols
+// (a multiple of 8), with axpyAVX's arithmetic (w nil: weights 1);
+// sgemm_amd64.s.
+//
+//go:noescape
+func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)

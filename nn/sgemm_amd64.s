@@ -319,3 +319,194 @@ rtloop:
 rtdone:
 	VZEROUPPER
 	RET
+
+// func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
+//
+// dst[j] = Σ_{e<n} w[e]·x[idx[e]*stride+j] for j < cols, a multiple of 8:
+// each term a fused multiply-add into a sum that starts at +0, edges in
+// order, so the sums are axpyAVX's into a cleared row, bit for bit. A nil
+// w means weights 1. Sixty-four columns live in Y0-Y7 while the edges
+// stream past, so a destination row is written once, not once per edge.
+TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ n+32(FP), R10
+	MOVQ stride+40(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+48(FP), CX
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Y8
+sr64:
+	CMPQ CX, $64
+	JLT sr8
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	VXORPS Y4, Y4, Y4
+	VXORPS Y5, Y5, Y5
+	VXORPS Y6, Y6, Y6
+	VXORPS Y7, Y7, Y7
+	XORQ BX, BX
+sr64e:
+	CMPQ BX, R10
+	JGE sr64s
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ sr64f
+	VBROADCASTSS (R9)(BX*4), Y8
+sr64f:
+	VFMADD231PS 0(AX), Y8, Y0
+	VFMADD231PS 32(AX), Y8, Y1
+	VFMADD231PS 64(AX), Y8, Y2
+	VFMADD231PS 96(AX), Y8, Y3
+	VFMADD231PS 128(AX), Y8, Y4
+	VFMADD231PS 160(AX), Y8, Y5
+	VFMADD231PS 192(AX), Y8, Y6
+	VFMADD231PS 224(AX), Y8, Y7
+	INCQ BX
+	JMP sr64e
+sr64s:
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	VMOVUPS Y4, 128(DI)
+	VMOVUPS Y5, 160(DI)
+	VMOVUPS Y6, 192(DI)
+	VMOVUPS Y7, 224(DI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP sr64
+sr8:
+	CMPQ CX, $8
+	JLT srdone
+	VXORPS Y0, Y0, Y0
+	XORQ BX, BX
+sr8e:
+	CMPQ BX, R10
+	JGE sr8s
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ sr8f
+	VBROADCASTSS (R9)(BX*4), Y8
+sr8f:
+	VFMADD231PS 0(AX), Y8, Y0
+	INCQ BX
+	JMP sr8e
+sr8s:
+	VMOVUPS Y0, 0(DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP sr8
+srdone:
+	VZEROUPPER
+	RET
+
+// func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
+//
+// For e < n in order: y[idx[e]*stride+j] += w[e]·grad[j] for j < cols, a
+// multiple of 8, each a fused multiply-add as axpyAVX's (a nil w means
+// weights 1). Sixty-four columns of grad stay in Y0-Y7 across the edges.
+TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ n+32(FP), R10
+	MOVQ stride+40(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+48(FP), CX
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Y8
+sc64:
+	CMPQ CX, $64
+	JLT sc8
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 64(SI), Y2
+	VMOVUPS 96(SI), Y3
+	VMOVUPS 128(SI), Y4
+	VMOVUPS 160(SI), Y5
+	VMOVUPS 192(SI), Y6
+	VMOVUPS 224(SI), Y7
+	XORQ BX, BX
+sc64e:
+	CMPQ BX, R10
+	JGE sc64n
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	TESTQ R9, R9
+	JZ sc64f
+	VBROADCASTSS (R9)(BX*4), Y8
+sc64f:
+	VMOVAPS Y0, Y9
+	VMOVAPS Y1, Y10
+	VMOVAPS Y2, Y11
+	VMOVAPS Y3, Y12
+	VFMADD213PS 0(AX), Y8, Y9
+	VFMADD213PS 32(AX), Y8, Y10
+	VFMADD213PS 64(AX), Y8, Y11
+	VFMADD213PS 96(AX), Y8, Y12
+	VMOVUPS Y9, 0(AX)
+	VMOVUPS Y10, 32(AX)
+	VMOVUPS Y11, 64(AX)
+	VMOVUPS Y12, 96(AX)
+	VMOVAPS Y4, Y9
+	VMOVAPS Y5, Y10
+	VMOVAPS Y6, Y11
+	VMOVAPS Y7, Y12
+	VFMADD213PS 128(AX), Y8, Y9
+	VFMADD213PS 160(AX), Y8, Y10
+	VFMADD213PS 192(AX), Y8, Y11
+	VFMADD213PS 224(AX), Y8, Y12
+	VMOVUPS Y9, 128(AX)
+	VMOVUPS Y10, 160(AX)
+	VMOVUPS Y11, 192(AX)
+	VMOVUPS Y12, 224(AX)
+	INCQ BX
+	JMP sc64e
+sc64n:
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP sc64
+sc8:
+	CMPQ CX, $8
+	JLT scdone
+	VMOVUPS 0(SI), Y0
+	XORQ BX, BX
+sc8e:
+	CMPQ BX, R10
+	JGE sc8n
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	TESTQ R9, R9
+	JZ sc8f
+	VBROADCASTSS (R9)(BX*4), Y8
+sc8f:
+	VMOVAPS Y0, Y9
+	VFMADD213PS 0(AX), Y8, Y9
+	VMOVUPS Y9, 0(AX)
+	INCQ BX
+	JMP sc8e
+sc8n:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP sc8
+scdone:
+	VZEROUPPER
+	RET

@@ -37,3 +37,11 @@ func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int {
 func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int) {
 	panic("nn: routeAVX without the assembly kernel")
 }
+
+func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int) {
+	panic("nn: spmmRowAVX without the assembly kernel")
+}
+
+func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int) {
+	panic("nn: spmmScatterAVX without the assembly kernel")
+}
