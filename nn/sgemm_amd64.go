@@ -10,7 +10,7 @@ var haveSgemmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc bool)
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
 
 // axpyAVX adds a·x to y for n, a multiple of 8, elements; it is implemented
 // in sgemm_amd64.s and runs where haveSgemmKernel is true.

@@ -2,22 +2,27 @@
 
 #include "textflag.h"
 
-// func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc bool)
+// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
 //
-// c[0:6, 0:16] (row stride ldc) = (acc ? c : 0) + Σ_p a[r*lda+p]·b[p*16+j]:
-// a is six rows of A read in place (row stride lda), b a packed 16-column
-// panel of B, k deep. Y0-Y11 hold the 6×16 tile, Y12-Y13 a row of b,
-// Y14-Y15 the broadcast elements of a. k must be at least 1.
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-49
+// c[0:6, 0:16] (row stride ldc) = (acc ? c : 0) + Σ_p a[r*lda+p*step]·b[p*16+j]:
+// a is six rows of A read in place (row stride lda, step between
+// consecutive elements of a row: 1 for a row-major A, the leading
+// dimension for a transposed one, whose six rows are then six adjacent
+// columns), b a packed 16-column panel of B, k deep. Y0-Y11 hold the 6×16
+// tile, Y12-Y13 a row of b, Y14-Y15 the broadcast elements of a. k must
+// be at least 1.
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-57
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
 	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
 	LEAQ (SI)(R10*2), R11
 	ADDQ R10, R11 // row 3
-	MOVQ b+24(FP), DI
-	MOVQ c+32(FP), DX
-	MOVQ ldc+40(FP), R8
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
 	VXORPS Y0, Y0, Y0
 	VXORPS Y1, Y1, Y1
@@ -53,13 +58,13 @@ loop:
 	VBROADCASTSS (R11)(R10*2), Y15
 	VFMADD231PS Y12, Y15, Y10
 	VFMADD231PS Y13, Y15, Y11
-	ADDQ $4, SI
-	ADDQ $4, R11
+	ADDQ R12, SI
+	ADDQ R12, R11
 	ADDQ $64, DI
 	DECQ CX
 	JNZ loop
 
-	MOVBLZX acc+48(FP), AX
+	MOVBLZX acc+56(FP), AX
 	TESTQ AX, AX
 	JZ store
 	MOVQ DX, R9

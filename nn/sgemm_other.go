@@ -6,7 +6,7 @@ package nn
 // the purego tag) float32 products go to gonum's blas32.
 const haveSgemmKernel = false
 
-func sgemmKernel6x16(k int, a *float32, lda int, b, c *float32, ldc int, acc bool) {
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
 	panic("nn: sgemmKernel6x16 without the assembly kernel")
 }
 

@@ -307,3 +307,35 @@ func column(data [][]float32, j int) []float32 {
 	}
 	return c
 }
+
+// TestSgemmTransposedInPlace: a transposed A, read in place by the kernel
+// (six adjacent columns, stepping by lda), or packed when lda is wide
+// (the last shape), gives the bits of the same product from an explicitly
+// transposed copy read as rows.
+func TestSgemmTransposedInPlace(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(9, 9))
+	for _, sh := range []struct{ m, n, k int }{{6, 16, 1}, {13, 33, 255}, {64, 64, 600}, {20, 17, 40}, {520, 20, 30}} {
+		m, n, k := sh.m, sh.n, sh.k
+		lda := m + 2
+		a := randSlice(rng, k*lda) // k×m, transposed
+		at := make([]float32, m*k) // m×k
+		for p := 0; p < k; p++ {
+			for i := 0; i < m; i++ {
+				at[i*k+p] = a[p*lda+i]
+			}
+		}
+		b := randSlice(rng, k*n)
+		got, want := make([]float32, m*n), make([]float32, m*n)
+		var s sgemmScratch
+		s.sgemm(true, false, m, n, k, a, lda, b, n, 0, got, n)
+		s.sgemm(false, false, m, n, k, at, k, b, n, 0, want, n)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("m=%d n=%d k=%d: c[%d] = %v in place, %v from the copy", m, n, k, i, got[i], want[i])
+			}
+		}
+	}
+}
