@@ -44,12 +44,23 @@ func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
 		panic(fmt.Sprintf("nn: Affine: bias shape %v does not match %d outputs", bias.Shape, n))
 	}
 	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias.RequiresGrad, m, n)
-	for r := 0; r < m; r++ {
-		copy(out.Data[r*n:(r+1)*n], bias.Data)
-	}
+	fillRows(out.Data[:m*n], bias.Data)
 	tp.scratch.gemm(false, false, m, n, k, 1, x.Data, k, w.Data, n, 1, out.Data, n)
 	tp.record(node[T]{op: opAffine, out: out, a: x, b: w, c: bias, i0: m, i1: n, i2: k})
 	return out
+}
+
+// fillRows sets every len(row)-wide row of dst to row, doubling the filled
+// part with each copy: a few long copies instead of one short one per
+// row.
+func fillRows[T Float](dst, row []T) {
+	if len(dst) == 0 {
+		return
+	}
+	k := copy(dst, row)
+	for k < len(dst) {
+		k += copy(dst[k:], dst[:k])
+	}
 }
 
 func (tp *Tape[T]) backAffine(n *node[T]) {

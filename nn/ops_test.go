@@ -332,3 +332,21 @@ func TestPanics(t *testing.T) {
 		}()
 	}
 }
+
+// TestFillRows: every row, for row counts around the powers of two that
+// fillRows doubles through.
+func TestFillRows(t *testing.T) {
+	row := []float32{1, -2, 3}
+	for m := 0; m <= 9; m++ {
+		dst := make([]float32, m*len(row))
+		for i := range dst {
+			dst[i] = 99
+		}
+		fillRows(dst, row)
+		for i, v := range dst {
+			if v != row[i%len(row)] {
+				t.Fatalf("%d rows: dst[%d] = %v, want %v", m, i, v, row[i%len(row)])
+			}
+		}
+	}
+}

@@ -185,7 +185,13 @@ func packB(bp []float32, transB bool, b []float32, ldb, p0, kb, n int) {
 			}
 			continue
 		}
-		for p := 0; p < kb; p++ { // op(b)[p, j+c] = b[p*ldb + j+c]
+		if cols == nr { // whole panels as array moves, without a call per row
+			for p := 0; p < kb; p++ { // op(b)[p, j+c] = b[p*ldb + j+c]
+				*(*[nr]float32)(panel[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+j:])
+			}
+			continue
+		}
+		for p := 0; p < kb; p++ {
 			copy(panel[p*nr:p*nr+cols], b[(p0+p)*ldb+j:(p0+p)*ldb+j+cols])
 		}
 	}
