@@ -120,7 +120,8 @@ func (e *Edges[T]) sparse(k rowKind) (ptr, idx []int, w []T) {
 
 // Batch is a [Graph] converted to the tensors a model reads, in the
 // model's float type. Its tensors are ordinary (not tape-owned) and are
-// reused by the next Load, which allocates only when the graph grew.
+// reused by the next Load, which allocates only when the graph grew (in
+// float32 they are views of the graph's slices).
 type Batch[T nn.Float] struct {
 	Graph   *Graph
 	X       [NumNodeTypes]*nn.Tensor[T] // [nodes × features] per type
@@ -129,8 +130,9 @@ type Batch[T nn.Float] struct {
 	Rel     [NumRelations]Edges[T]
 }
 
-// Load converts g. The batch refers to g's adjacency (not a copy), so g
-// must not change while the batch is in use.
+// Load converts g. The batch refers to g's adjacency, and in float32 to
+// its features (not copies), so g must not change while the batch is in
+// use.
 func (b *Batch[T]) Load(g *Graph) {
 	b.Graph = g
 	for t := range b.X {
@@ -151,13 +153,19 @@ func NewBatch[T nn.Float](g *Graph) *Batch[T] {
 }
 
 // setTensor fills t (allocated when nil) with src converted to T and the
-// shape [d0, d1] (d2 < 0) or [d0, d1, d2], reusing t's storage. The
+// shape [d0, d1] (d2 < 0) or [d0, d1, d2], reusing t's storage; for
+// float32, t's data is src itself (the batch already requires its graph
+// unchanged while in use, and no operation writes to its inputs). The
 // dimensions are not variadic so that reusing a tensor does not allocate.
 func setTensor[T nn.Float](t *nn.Tensor[T], src []float32, d0, d1, d2 int) *nn.Tensor[T] {
 	if t == nil {
 		t = new(nn.Tensor[T])
 	}
-	t.Data = convert(t.Data, src)
+	if s, ok := any(src).([]T); ok {
+		t.Data = s
+	} else {
+		t.Data = convert(t.Data, src)
+	}
 	t.Shape = append(t.Shape[:0], d0, d1)
 	if d2 >= 0 {
 		t.Shape = append(t.Shape, d2)

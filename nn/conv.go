@@ -32,13 +32,15 @@ func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 	}
 	kc := k * cin
 	col := tp.alloc(false, n*tout, kc)
+	// Row t of a sequence's columns is its steps [t−pad, t−pad+k), which
+	// lie next to each other in x: one copy of those inside the sequence,
+	// the zeros of the padding left as alloc made them.
 	for b := 0; b < n; b++ {
+		xb := x.Data[b*tin*cin : (b+1)*tin*cin]
 		for t := 0; t < tout; t++ {
-			dst := col.Data[(b*tout+t)*kc : (b*tout+t+1)*kc]
-			for kk := 0; kk < k; kk++ {
-				if s := t + kk - pad; s >= 0 && s < tin {
-					copy(dst[kk*cin:(kk+1)*cin], x.Data[(b*tin+s)*cin:(b*tin+s+1)*cin])
-				}
+			s0 := t - pad
+			if lo, hi := max(s0, 0), min(s0+k, tin); hi > lo {
+				copy(col.Data[(b*tout+t)*kc+(lo-s0)*cin:], xb[lo*cin:hi*cin])
 			}
 		}
 	}
