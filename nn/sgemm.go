@@ -185,13 +185,12 @@ func packB(bp []float32, transB bool, b []float32, ldb, p0, kb, n int) {
 			}
 			continue
 		}
-		if cols == nr { // whole panels as array moves, without a call per row
-			for p := 0; p < kb; p++ { // op(b)[p, j+c] = b[p*ldb + j+c]
-				*(*[nr]float32)(panel[p*nr:]) = *(*[nr]float32)(b[(p0+p)*ldb+j:])
-			}
+		if cols == nr { // whole panels in AVX moves, not a copy call per row
+			_ = b[(p0+kb-1)*ldb+j+nr-1]
+			packRows16AVX(&panel[0], &b[p0*ldb+j], ldb, kb)
 			continue
 		}
-		for p := 0; p < kb; p++ {
+		for p := 0; p < kb; p++ { // op(b)[p, j+c] = b[p*ldb + j+c]
 			copy(panel[p*nr:p*nr+cols], b[(p0+p)*ldb+j:(p0+p)*ldb+j+cols])
 		}
 	}

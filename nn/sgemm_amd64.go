@@ -67,3 +67,9 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 //
 //go:noescape
 func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
+
+// packRows16AVX copies k rows of 16 floats, ld apart in src, into dst
+// back to back; sgemm_amd64.s.
+//
+//go:noescape
+func packRows16AVX(dst, src *float32, ld, k int)

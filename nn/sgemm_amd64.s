@@ -515,3 +515,39 @@ sc8n:
 scdone:
 	VZEROUPPER
 	RET
+
+// func packRows16AVX(dst, src *float32, ld, k int)
+//
+// dst[p*16+j] = src[p*ld+j] for p < k, j < 16: a 16-column panel of an
+// untransposed B, two AVX moves per row.
+TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	MOVQ k+24(FP), CX
+pr16:
+	CMPQ CX, $2
+	JLT pr16one
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 0(SI)(R8*1), Y2
+	VMOVUPS 32(SI)(R8*1), Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ $128, DI
+	SUBQ $2, CX
+	JMP pr16
+pr16one:
+	TESTQ CX, CX
+	JZ pr16done
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+pr16done:
+	VZEROUPPER
+	RET

@@ -45,3 +45,7 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int) {
 func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int) {
 	panic("nn: spmmScatterAVX without the assembly kernel")
 }
+
+func packRows16AVX(dst, src *float32, ld, k int) {
+	panic("nn: packRows16AVX without the assembly kernel")
+}
