@@ -334,10 +334,10 @@ func TestPanics(t *testing.T) {
 }
 
 // TestFillRows: every row, for row counts around the powers of two that
-// fillRows doubles through.
+// fillRows doubles through and the chunk it then repeats.
 func TestFillRows(t *testing.T) {
 	row := []float32{1, -2, 3}
-	for m := 0; m <= 9; m++ {
+	for _, m := range []int{0, 1, 2, 3, 4, 5, 7, 8, 9, fillChunk/3 - 1, fillChunk / 3, fillChunk/3 + 1, 3 * fillChunk} {
 		dst := make([]float32, m*len(row))
 		for i := range dst {
 			dst[i] = 99
