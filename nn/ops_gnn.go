@@ -115,8 +115,8 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 
 // spmmRow writes Σ w[e]·x[idx[e]] over e in [from, to) into dst (w nil:
 // weights 1). With AVX2, whole rows of eight-column groups are summed in
-// registers (spmmRowAVX, bitwise what axpy would give); the other columns
-// as axpy's tail does.
+// registers (spmmRowAVX, bitwise what axpy would give); the other columns,
+// and every column without AVX2 or in float64, by axpy.
 func spmmRow[T Float](dst []T, from, to int, idx []int, w []T, x []T, stride int) {
 	dst = dst[:stride]
 	j := 0
@@ -135,10 +135,7 @@ func spmmRow[T Float](dst []T, from, to int, idx []int, w []T, x []T, stride int
 		if w != nil {
 			a = w[e]
 		}
-		xr := x[idx[e]*stride+j : (idx[e]+1)*stride]
-		for c := range tail {
-			tail[c] += a * xr[c]
-		}
+		axpy(tail, a, x[idx[e]*stride+j:(idx[e]+1)*stride])
 	}
 }
 
@@ -254,10 +251,7 @@ func backSpMM[T Float](n *node[T]) {
 			if w != nil {
 				a = w[e]
 			}
-			dst := ga[idx[e]*stride+lanes : (idx[e]+1)*stride]
-			for c, v := range gr[lanes:] {
-				dst[c] += a * v
-			}
+			axpy(ga[idx[e]*stride+lanes:(idx[e]+1)*stride], a, gr[lanes:])
 		}
 	}
 }
