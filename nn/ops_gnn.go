@@ -241,7 +241,7 @@ func backSpMM[T Float](n *node[T]) {
 		gr := g[i*stride : (i+1)*stride]
 		if lanes > 0 {
 			ip, wp := csrRange(idx, w, ptr[i], ptr[i+1])
-			spmmScatterAVX(&as32(ga)[0], &as32(gr)[0], ip, wp, ptr[i+1]-ptr[i], stride, lanes)
+			spmmScatterAVX(unsafe.SliceData(as32(ga)), &as32(gr)[0], ip, wp, ptr[i+1]-ptr[i], stride, lanes)
 			if lanes == stride {
 				continue
 			}

@@ -217,3 +217,24 @@ func TestSpMMSegmentMaxGradients(t *testing.T) {
 		})
 	}
 }
+
+// TestSpMMNoSourceRows: a product over a source with no rows (a relation
+// from a node type the graph lacks, such as GPUs on a CPU-only cluster)
+// gives zero rows and a backward pass that touches nothing, at widths the
+// AVX2 kernels take and at others.
+func TestSpMMNoSourceRows(t *testing.T) {
+	for _, d := range []int{5, 64} {
+		x := NewParam[float32](0, d)
+		tp := NewTape[float32]()
+		y := tp.SpMM([]int{0, 0, 0, 0}, nil, nil, x)
+		if len(y.Data) != 3*d {
+			t.Fatalf("d=%d: %d values, want %d", d, len(y.Data), 3*d)
+		}
+		for i, v := range y.Data {
+			if v != 0 {
+				t.Fatalf("d=%d: y[%d] = %v, want 0", d, i, v)
+			}
+		}
+		tp.Backward(tp.SumAll(y))
+	}
+}
