@@ -485,6 +485,10 @@ type Accrual struct {
 // Accrued returns the reward accrued since the start of the run.
 func (s *Sim) Accrued() Accrual { return s.accrued }
 
+// SlowdownRate returns the rate at which Accrued().Slowdown grows now, per
+// simulated second: Σ 1/duration over the jobs in the system.
+func (s *Sim) SlowdownRate() float64 { return s.inSystem }
+
 // maxReplicas bounds a service's replicas under replica actions.
 const maxReplicas = 64
 

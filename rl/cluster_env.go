@@ -39,7 +39,10 @@ type EnvSpec struct {
 	Reward      string  `json:"reward"`
 	RewardScale float64 `json:"reward_scale"`
 	Baseline    string  `json:"reward_baseline"`
-	MTBF        float64 `json:"mtbf_s"` // 0: the simulator's default; < 0: no failures
+	// Shaping and ShapingGamma: see ClusterEnvConfig.
+	Shaping      float64 `json:"shaping_s,omitempty"`
+	ShapingGamma float64 `json:"shaping_gamma,omitempty"`
+	MTBF         float64 `json:"mtbf_s"` // 0: the simulator's default; < 0: no failures
 	// Saturate, when set, makes the environment the FGD saturation
 	// experiment instead of the time-stepped cluster (the other fields but
 	// RewardScale are then unused).
@@ -54,7 +57,7 @@ func (s EnvSpec) validate() error {
 		}
 		return nil
 	}
-	if s.Machines < 1 || !(s.Episode > 0) || !(s.Load > 0) {
+	if s.Machines < 1 || !(s.Episode > 0) || !(s.Load > 0) || !(s.Shaping >= 0) || !(s.ShapingGamma >= 0 && s.ShapingGamma <= 1) {
 		return fmt.Errorf("environment %+v out of range", s)
 	}
 	return nil
@@ -66,7 +69,7 @@ func (s EnvSpec) Config() ClusterEnvConfig {
 		return ClusterEnvConfig{Saturation: s.Saturate.Load, RewardScale: s.RewardScale}
 	}
 	return ClusterEnvConfig{Source: SyntheticSource(s.Machines, s.Load, s.Episode), Duration: s.Episode,
-		Reward: s.Reward, RewardScale: s.RewardScale, Baseline: s.Baseline, MTBF: s.MTBF}
+		Reward: s.Reward, RewardScale: s.RewardScale, Baseline: s.Baseline, Shaping: s.Shaping, ShapingGamma: s.ShapingGamma, MTBF: s.MTBF}
 }
 
 // Reward modes of a ClusterEnv.
@@ -100,6 +103,17 @@ type ClusterEnvConfig struct {
 	// the raw slowdown, cancels out (an input-driven baseline, Mao et al.
 	// ICLR 2019).
 	Baseline string
+	// Shaping, when positive with a baseline, adds the potential-based
+	// shaping term γ·Φ(s') − Φ(s) (Ng et al. 1999; γ is ShapingGamma, the
+	// learner's discount per decision) to each reward, with Φ = Shaping ×
+	// the baseline run's current slowdown rate (SlowdownRate) and Φ = 0 at
+	// the end. The relative return's expected value contains the baseline's
+	// future accrual, which the critic cannot predict from the policy's own
+	// cluster; Φ takes the part of it that the baseline's present load
+	// predicts out of the critic's target. Shaping of this form leaves the
+	// optimal policy unchanged. Shaping is a horizon in simulated seconds.
+	Shaping      float64
+	ShapingGamma float64
 	// Saturation, when set, makes each episode a run of the FGD
 	// saturation experiment on the workload it returns (see SaturateSpec);
 	// Source is then unused.
@@ -129,17 +143,18 @@ type Decision struct {
 // coroutine (iter.Pull) that pauses inside Decide, so the simulator stays a
 // plain callback-driven state machine.
 type ClusterEnv struct {
-	cfg    ClusterEnvConfig
-	teg    env.TEGConfig
-	sim    *env.Sim
-	base   *env.Sim // the baseline's run (nil without one)
-	lastB  env.Accrual
-	next   func() (Decision, bool)
-	stop   func()
-	action env.Action
-	halt   bool
-	last   env.Accrual
-	dec    Decision
+	cfg      ClusterEnvConfig
+	teg      env.TEGConfig
+	sim      *env.Sim
+	base     *env.Sim // the baseline's run (nil without one)
+	lastB    env.Accrual
+	shapePhi float64 // the shaping potential at the last decision
+	next     func() (Decision, bool)
+	stop     func()
+	action   env.Action
+	halt     bool
+	last     env.Accrual
+	dec      Decision
 
 	// A saturation episode's state, outcome and allocation at the last
 	// decision.
@@ -239,6 +254,7 @@ func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
 		}
 		e.lastB = e.base.Accrued()
 	}
+	e.shapePhi = 0
 	var t env.Tensors
 	sim.Observe(&t, nil) // start the load history
 	e.sim, e.halt, e.last = sim, false, sim.Accrued()
@@ -253,7 +269,24 @@ func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
 		d = Decision{}
 	}
 	e.dec = d
+	if ok && e.shaping() {
+		e.catchUp(false)
+		e.shapePhi = e.cfg.Shaping * e.base.SlowdownRate()
+	}
 	return d, nil
+}
+
+// shaping reports whether rewards carry the potential-based term.
+func (e *ClusterEnv) shaping() bool {
+	return e.cfg.Shaping > 0 && e.base != nil && e.cfg.Saturation == nil
+}
+
+// catchUp steps the baseline's run to the policy's simulated time (to its
+// end when end).
+func (e *ClusterEnv) catchUp(end bool) {
+	for !e.base.Done() && (end || e.base.Now() < e.sim.Now()) {
+		e.base.Step()
+	}
 }
 
 // Step implements Env.
@@ -281,10 +314,16 @@ func (e *ClusterEnv) reward(end bool) float64 {
 	}
 	r := e.gain(e.sim.Accrued(), &e.last)
 	if e.base != nil {
-		for !e.base.Done() && (end || e.base.Now() < e.sim.Now()) {
-			e.base.Step()
-		}
+		e.catchUp(end)
 		r -= e.gain(e.base.Accrued(), &e.lastB)
+	}
+	if e.shaping() {
+		phi := 0.0 // at the end
+		if !end {
+			phi = e.cfg.Shaping * e.base.SlowdownRate()
+		}
+		r += e.cfg.ShapingGamma*phi - e.shapePhi
+		e.shapePhi = phi
 	}
 	return r * e.cfg.RewardScale
 }

@@ -320,3 +320,60 @@ func TestPolicyDecide(t *testing.T) {
 		e.Close()
 	}
 }
+
+// TestClusterEnvShaping: with shaping, each reward is the unshaped one
+// plus γ·Φ(s') − Φ(s), Φ the horizon times the baseline run's slowdown
+// rate at the decision (0 at the end), on the same run step by step.
+func TestClusterEnvShaping(t *testing.T) {
+	const horizon, gamma = 200.0, 0.9
+	newEnv := func(shaping float64) *ClusterEnv {
+		e, err := NewClusterEnv(ClusterEnvConfig{Source: SyntheticSource(48, 0.9, 1800), Duration: 1800,
+			Baseline: "langevin", Shaping: shaping, ShapingGamma: gamma})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	p, err := NewPolicy(DefaultPolicyConfig(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, shaped := newEnv(0), newEnv(horizon)
+	defer plain.Close()
+	defer shaped.Close()
+	rng := rand.New(rand.NewPCG(4, 4))
+	d, ds := plain.Reset(3), shaped.Reset(3)
+	prev := horizon * shaped.Baseline().SlowdownRate()
+	steps, nonzero := 0, 0
+	for d.Obs != nil && ds.Obs != nil {
+		a, _, _, ok := p.Act(d, rng, false)
+		if !ok {
+			a = env.Wait
+		}
+		var r, rs float64
+		var done, dones bool
+		d, r, done = plain.Step(a)
+		ds, rs, dones = shaped.Step(a)
+		if done != dones {
+			t.Fatalf("step %d: done %v and %v", steps, done, dones)
+		}
+		phi := 0.0
+		if !done {
+			phi = horizon * shaped.Baseline().SlowdownRate()
+		}
+		if want := r + (gamma*phi - prev); rs != want {
+			t.Fatalf("step %d: shaped reward %v, want %v (unshaped %v, Φ %v → %v)", steps, rs, want, r, prev, phi)
+		}
+		if phi != 0 {
+			nonzero++
+		}
+		prev = phi
+		steps++
+		if done {
+			break
+		}
+	}
+	if steps < 50 || nonzero < steps/2 {
+		t.Fatalf("%d steps, %d with a nonzero potential", steps, nonzero)
+	}
+}

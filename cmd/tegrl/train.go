@@ -49,6 +49,7 @@ type trainFlags struct {
 	lr         float64
 	entCoef    float64
 	gamma      float64
+	shaping    float64
 	candidates int
 	hidden     int
 	encoder    string
@@ -128,6 +129,7 @@ Presets:
 	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
 	fl.Float64Var(&f.entCoef, "ent-coef", -1, "weight of the placement entropy bonus (negative: the preset's, 0.01)")
 	fl.Float64Var(&f.gamma, "gamma", 0, "discount per decision (0: the preset's)")
+	fl.Float64Var(&f.shaping, "shaping", 0, "potential-based reward shaping from the reward baseline's load: horizon in simulated seconds (0: off; docs/rl.md)")
 	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
 	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
 	fl.StringVar(&f.encoder, "encoder", "", "candidate encoder: mlp, or gnn (temporal and graph layers on the decision's candidate graph; docs/rl.md) (\"\": the preset's)")
@@ -259,6 +261,9 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	setF(&cfg.Env.Episode, f.episode)
 	setF(&cfg.PPO.LR, f.lr)
 	setF(&cfg.PPO.Gamma, f.gamma)
+	if f.shaping > 0 {
+		cfg.Env.Shaping, cfg.Env.ShapingGamma = f.shaping, cfg.PPO.Gamma
+	}
 	if f.entCoef >= 0 {
 		cfg.PPO.EntCoef = f.entCoef
 	}

@@ -15,7 +15,7 @@ func TestTrainCommand(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"train", "--preset", "small", "--out", dir, "--steps", "600", "--batch", "200", "--segment", "50",
 		"--machines", "24", "--episode", "900", "--actors", "1", "--sync", "--candidates", "8", "--hidden", "16",
-		"--eval-seeds", "1-2", "--eval-ref", "langevin", "--checkpoint-every", "1", "--ent-coef", "0.003", "--gamma", "0.95", "--log-level", "warn"}
+		"--eval-seeds", "1-2", "--eval-ref", "langevin", "--checkpoint-every", "1", "--ent-coef", "0.003", "--gamma", "0.95", "--shaping", "100", "--log-level", "warn"}
 	out, stderr, err := run(t, append(args, "--json")...)
 	if err != nil {
 		t.Fatalf("train: %v\nstderr: %s", err, stderr)
@@ -34,9 +34,16 @@ func TestTrainCommand(t *testing.T) {
 			EntCoef float64 `json:"ent_coef"`
 			Gamma   float64 `json:"gamma"`
 		} `json:"ppo"`
+		Env struct {
+			Shaping      float64 `json:"shaping_s"`
+			ShapingGamma float64 `json:"shaping_gamma"`
+		} `json:"env"`
 	}
 	if err := json.Unmarshal(sum["config"], &cfg); err != nil || cfg.PPO.EntCoef != 0.003 || cfg.PPO.Gamma != 0.95 {
 		t.Errorf("config's entropy coefficient %v and γ %v (%v), want --ent-coef's 0.003 and --gamma's 0.95", cfg.PPO.EntCoef, cfg.PPO.Gamma, err)
+	}
+	if cfg.Env.Shaping != 100 || cfg.Env.ShapingGamma != 0.95 {
+		t.Errorf("config's shaping %v s with γ %v, want --shaping's 100 with --gamma's 0.95", cfg.Env.Shaping, cfg.Env.ShapingGamma)
 	}
 	for _, f := range []string{"policy.safetensors", "train_log.csv", "learning_curve.png", "summary.json", "checkpoint/state.json"} {
 		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() == 0 {
