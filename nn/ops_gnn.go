@@ -131,12 +131,26 @@ func spmmRow[T Float](dst []T, from, to int, idx []int, w []T, x []T, stride int
 	tail := dst[j:]
 	clear(tail)
 	for e := from; e < to; e++ {
-		a := T(1)
-		if w != nil {
-			a = w[e]
-		}
-		axpy(tail, a, x[idx[e]*stride+j:(idx[e]+1)*stride])
+		axpy(tail, weightAt(w, e), x[idx[e]*stride+j:(idx[e]+1)*stride])
 	}
+}
+
+// weightAt is entry e's weight in a sparse product: w[e], or 1 when the
+// product has none.
+func weightAt[T Float](w []T, e int) T {
+	if w == nil {
+		return 1
+	}
+	return w[e]
+}
+
+// sparseWeights returns the weights a sparse product's record kept (see
+// keepWeights), nil for none.
+func (n *node[T]) sparseWeights() []T {
+	if n.aux == nil {
+		return nil
+	}
+	return n.aux.Data
 }
 
 // csrRange returns pointers to the first index and weight of the entries
@@ -158,11 +172,7 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 		return
 	}
 	_, stride := n.a.lead()
-	ptr, idx := n.ints, n.idx
-	var w []T
-	if n.aux != nil {
-		w = n.aux.Data
-	}
+	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
 	// Each output column's gradient goes to the row (edge) the forward pass
 	// recorded as the first to attain the maximum, edges in order, so a
 	// shared source element sums its gradients in the order it always
@@ -180,11 +190,7 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 		ar := n.arg[s*stride : (s+1)*stride]
 		if lanes > 0 && routeMaskAVX(&mask[0], &ar[0], int32(e), &as32(or)[0], lanes) > 0 {
 			for k := ptr[e]; k < ptr[e+1]; k++ {
-				wk := float32(1)
-				if w != nil {
-					wk = float32(w[k])
-				}
-				routeAVX(&as32(ga)[idx[k]*stride], wk, &as32(g)[0], &mask[0], lanes)
+				routeAVX(&as32(ga)[idx[k]*stride], float32(weightAt(w, k)), &as32(g)[0], &mask[0], lanes)
 			}
 		}
 		m := argCols(match, ar[lanes:], int32(e))
@@ -194,11 +200,7 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 				continue // a NaN maximum equals no message
 			}
 			for k := ptr[e]; k < ptr[e+1]; k++ {
-				wk := T(1)
-				if w != nil {
-					wk = w[k]
-				}
-				ga[idx[k]*stride+j] += wk * g[j]
+				ga[idx[k]*stride+j] += weightAt(w, k) * g[j]
 			}
 		}
 	}
@@ -228,11 +230,7 @@ func backSpMM[T Float](n *node[T]) {
 	}
 	_, stride := n.a.lead()
 	g := n.out.Grad
-	ptr, idx := n.ints, n.idx
-	var w []T
-	if n.aux != nil {
-		w = n.aux.Data
-	}
+	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
 	lanes := 0 // columns scattered by spmmScatterAVX, a row of g in registers
 	if unsafe.Sizeof(g[0]) == 4 && haveSgemmKernel && stride >= 8 {
 		lanes = stride &^ 7
@@ -247,11 +245,7 @@ func backSpMM[T Float](n *node[T]) {
 			}
 		}
 		for e := ptr[i]; e < ptr[i+1]; e++ {
-			a := T(1)
-			if w != nil {
-				a = w[e]
-			}
-			axpy(ga[idx[e]*stride+lanes:(idx[e]+1)*stride], a, gr[lanes:])
+			axpy(ga[idx[e]*stride+lanes:(idx[e]+1)*stride], weightAt(w, e), gr[lanes:])
 		}
 	}
 }
