@@ -1,0 +1,75 @@
+package rl
+
+import (
+	"context"
+	"reflect"
+	"testing"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+func TestLookahead(t *testing.T) {
+	c, w, err := SyntheticSource(96, 1.1, 7200)(102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := env.SimConfig{Seed: 102, Duration: 3600}
+	changed := 0
+	everies := []int{1, 3}
+	if testing.Short() {
+		everies = everies[1:] // a quarter of the rollouts: the race detector slows them ten times
+	}
+	for _, base := range []string{"kube", "langevin"} {
+		for _, every := range everies {
+			cfg := LookaheadConfig{Base: func() env.Scheduler { s, _ := env.NewScheduler(base); return s }, Every: every, Candidates: 8, Seed: 1}
+			res, err := Lookahead(context.Background(), c, w, sim, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s every %d: decisions %d evaluated %d changed %d rollouts %d; accrued slowdown %.3f -> %.3f",
+				base, every, res.Decisions, res.Evaluated, res.Changed, res.Rollouts, res.BaseAccrued, res.LookaheadAccrued)
+			if res.Evaluated == 0 || len(res.Best) != res.Evaluated {
+				t.Fatalf("%s: %d decisions evaluated, %d best values", base, res.Evaluated, len(res.Best))
+			}
+			// The first rollout of the base's own choice is the base run.
+			if res.Best[0] > res.BaseAccrued {
+				t.Errorf("%s every %d: first best %v above the base's %v", base, every, res.Best[0], res.BaseAccrued)
+			}
+			for i := 1; i < len(res.Best); i++ {
+				if res.Best[i] > res.Best[i-1] {
+					t.Fatalf("%s every %d: best value rose at evaluated decision %d: %v -> %v (a rollout did not replay the run)",
+						base, every, i, res.Best[i-1], res.Best[i])
+				}
+			}
+			// After the last evaluated decision the run follows the base,
+			// as that decision's best rollout did: the same trajectory.
+			if last := res.Best[len(res.Best)-1]; last != res.LookaheadAccrued {
+				t.Errorf("%s every %d: run accrued %v, its last best rollout %v", base, every, res.LookaheadAccrued, last)
+			}
+			if res.LookaheadAccrued > res.BaseAccrued {
+				t.Errorf("%s every %d: lookahead %v worse than the base %v", base, every, res.LookaheadAccrued, res.BaseAccrued)
+			}
+			changed += res.Changed
+			if every == 3 && base == "kube" {
+				again, err := Lookahead(context.Background(), c, w, sim, cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(again, res) {
+					t.Error("two runs with the same seed differ")
+				}
+			}
+		}
+	}
+	if changed == 0 {
+		t.Error("no decision changed: the test does not exercise the replay of changed decisions")
+	}
+	if _, err := Lookahead(context.Background(), c, w, sim, LookaheadConfig{Every: 1, Candidates: 8}); err == nil {
+		t.Error("no base accepted")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := Lookahead(ctx, c, w, sim, LookaheadConfig{Base: func() env.Scheduler { return &env.BestFit{} }, Every: 1, Candidates: 8}); err == nil {
+		t.Error("a cancelled context was not reported")
+	}
+}
