@@ -167,7 +167,7 @@ func TestHelpMentionsCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"saturate", "train", "actor", "broker", "ab", "dataset", "replay", "serve", "--log-level", "--log-format"} {
+	for _, s := range []string{"saturate", "train", "actor", "broker", "ab", "dataset", "replay", "serve", "lookahead", "--log-level", "--log-format"} {
 		if !strings.Contains(out, s) {
 			t.Errorf("tegrl --help lacks %q", s)
 		}
