@@ -22,6 +22,11 @@ type LookaheadConfig struct {
 	// Seed seeds the candidate draws (a stream of their own: the
 	// simulation's is left as the base run uses it).
 	Seed uint64
+	// Visit, if set, is told of each evaluated decision: its sample (row
+	// 0 of s: the candidates' features, s.Nodes the machines), the base's
+	// action, and values[k], the accrued slowdown of the episode that
+	// places the job on s.Nodes[k] and follows the base afterwards.
+	Visit func(obs *env.Observation, s *Samples, base env.Action, values []float64)
 }
 
 // LookaheadResult is one Lookahead run.
@@ -82,6 +87,7 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 	crng := rand.New(rand.NewPCG(cfg.Seed, 0x6c6f6f6b61686561)) // "lookahea"
 
 	var taken []int // the main run's decisions so far
+	var values []float64
 	rollout := func(choice int) (float64, error) {
 		rs, err := env.NewSim(c, w, &replayed{base: cfg.Base(), prefix: taken, next: choice}, sim)
 		if err != nil {
@@ -112,20 +118,26 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 		}
 		res.Evaluated++
 		best := a.Node
-		bestV, err := rollout(best)
+		baseV, err := rollout(best)
+		bestV := baseV
+		values = values[:0]
 		for k := 0; k < int(smp.Valid[0]) && err == nil; k++ {
 			m := int(smp.Nodes[k])
-			if m == a.Node {
-				continue
+			v := baseV
+			if m != a.Node {
+				v, err = rollout(m)
 			}
-			var v float64
-			if v, err = rollout(m); err == nil && v < bestV {
+			values = append(values, v)
+			if err == nil && v < bestV {
 				best, bestV = m, v
 			}
 		}
 		if err != nil {
 			failed = err
 			return
+		}
+		if cfg.Visit != nil {
+			cfg.Visit(obs, &smp, *a, values)
 		}
 		res.Best = append(res.Best, bestV)
 		if best != a.Node {

@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/tegrl/tegrl/env"
@@ -63,6 +64,31 @@ func TestLookahead(t *testing.T) {
 	}
 	if changed == 0 {
 		t.Error("no decision changed: the test does not exercise the replay of changed decisions")
+	}
+	// Visit sees each evaluated decision: the values of its candidates,
+	// the least of which is the decision's best, and the base's machine
+	// among the candidates.
+	var visits []float64
+	cfg := LookaheadConfig{Base: func() env.Scheduler { return &env.Kube{} }, Every: 5, Candidates: 8, Seed: 2,
+		Visit: func(obs *env.Observation, s *Samples, a env.Action, values []float64) {
+			if len(values) != int(s.Valid[0]) || obs.Job == nil {
+				t.Fatalf("visit: %d values for %d candidates", len(values), s.Valid[0])
+			}
+			found := false
+			for k := range values {
+				found = found || int(s.Nodes[k]) == a.Node
+			}
+			if !found {
+				t.Fatalf("visit: the base's machine %d is not among the candidates %v", a.Node, s.Nodes[:s.Valid[0]])
+			}
+			visits = append(visits, slices.Min(values))
+		}}
+	res, err := Lookahead(context.Background(), c, w, sim, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(visits, res.Best) {
+		t.Errorf("visited minima %v, best values %v", visits, res.Best)
 	}
 	if _, err := Lookahead(context.Background(), c, w, sim, LookaheadConfig{Every: 1, Candidates: 8}); err == nil {
 		t.Error("no base accepted")
