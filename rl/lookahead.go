@@ -2,8 +2,12 @@ package rl
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tegrl/tegrl/env"
 )
@@ -27,6 +31,9 @@ type LookaheadConfig struct {
 	// action, and values[k], the accrued slowdown of the episode that
 	// places the job on s.Nodes[k] and follows the base afterwards.
 	Visit func(obs *env.Observation, s *Samples, base env.Action, values []float64)
+	// Workers runs a decision's rollouts on this many goroutines (<= 1:
+	// one); the result does not depend on it.
+	Workers int
 }
 
 // LookaheadResult is one Lookahead run.
@@ -94,8 +101,28 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 			return 0, err
 		}
 		rs.Run()
-		res.Rollouts++
 		return rs.Accrued().Slowdown, nil
+	}
+	var errs []error
+	// rollAll sets values[k] to the rollout of candidate k, on up to
+	// cfg.Workers goroutines: the rollouts share only read-only inputs.
+	rollAll := func(nodes []int32) error {
+		values, errs = resize(values, len(nodes)), resize(errs, len(nodes))
+		var next atomic.Int64
+		work := func() {
+			for k := int(next.Add(1) - 1); k < len(nodes); k = int(next.Add(1) - 1) {
+				values[k], errs[k] = rollout(int(nodes[k]))
+			}
+		}
+		var wg sync.WaitGroup
+		for range min(max(cfg.Workers, 1), len(nodes)) - 1 {
+			wg.Add(1)
+			go func() { defer wg.Done(); work() }()
+		}
+		work()
+		wg.Wait()
+		res.Rollouts += len(nodes)
+		return errors.Join(errs...)
 	}
 	var failed error
 	main := &replayed{base: cfg.Base(), next: -1}
@@ -117,24 +144,22 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 			return
 		}
 		res.Evaluated++
-		best := a.Node
-		baseV, err := rollout(best)
-		bestV := baseV
-		values = values[:0]
-		for k := 0; k < int(smp.Valid[0]) && err == nil; k++ {
-			m := int(smp.Nodes[k])
-			v := baseV
-			if m != a.Node {
-				v, err = rollout(m)
-			}
-			values = append(values, v)
-			if err == nil && v < bestV {
-				best, bestV = m, v
-			}
-		}
-		if err != nil {
+		nodes := smp.Nodes[:smp.Valid[0]]
+		if err := rollAll(nodes); err != nil {
 			failed = err
 			return
+		}
+		bestV := math.Inf(1)
+		for k, m := range nodes {
+			if int(m) == a.Node {
+				bestV = values[k]
+			}
+		}
+		best := a.Node // ties go to the base's choice
+		for k, m := range nodes {
+			if values[k] < bestV {
+				best, bestV = int(m), values[k]
+			}
 		}
 		if cfg.Visit != nil {
 			cfg.Visit(obs, &smp, *a, values)

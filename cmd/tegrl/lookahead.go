@@ -105,7 +105,7 @@ only. Seeds run in parallel (--workers).`,
 	fl.StringVar(&seeds, "seeds", "1", `seeds: a count ("3" = 1-3), a range ("101-103") or a list; each seeds its cluster, workload and run`)
 	fl.IntVar(&every, "every", 1, "evaluate every n-th decision (the others follow the base)")
 	fl.IntVar(&candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
-	fl.IntVar(&workers, "workers", 0, "seeds at once; 0 = GOMAXPROCS")
+	fl.IntVar(&workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
 	fl.BoolVar(&jsonOut, "json", false, "print one JSON object (base, every, candidates, seeds: one object per seed)")
 	fl.IntVar(&f.machines, "machines", 96, "machines of the synthetic cluster")
 	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
@@ -126,7 +126,11 @@ func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, see
 	errs := make([]error, len(seeds))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range workers {
+	// Seeds in parallel first; the workers left over run each seed's
+	// rollouts in parallel.
+	seedWorkers := min(workers, len(seeds))
+	rollWorkers := max(1, workers/max(seedWorkers, 1))
+	for range seedWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -138,7 +142,7 @@ func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, see
 					errs[i] = err
 					continue
 				}
-				res, err := rl.Lookahead(ctx, c, w, cfg, rl.LookaheadConfig{Base: mk, Every: every, Candidates: candidates, Seed: seeds[i]})
+				res, err := rl.Lookahead(ctx, c, w, cfg, rl.LookaheadConfig{Base: mk, Every: every, Candidates: candidates, Seed: seeds[i], Workers: rollWorkers})
 				if err != nil {
 					errs[i] = fmt.Errorf("seed %d: %w", seeds[i], err)
 					continue

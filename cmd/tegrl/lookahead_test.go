@@ -7,7 +7,7 @@ import (
 )
 
 func TestLookaheadCommand(t *testing.T) {
-	args := []string{"lookahead", "--base", "kube", "--load", "1.1", "--duration", "1h", "--seeds", "102", "--every", "4", "--json", "--log-level", "warn"}
+	args := []string{"lookahead", "--base", "kube", "--load", "1.1", "--duration", "1h", "--seeds", "102", "--every", "8", "--json", "--log-level", "warn"}
 	out, stderr, err := run(t, args...)
 	if err != nil {
 		t.Fatalf("lookahead: %v\nstderr: %s", err, stderr)
@@ -24,7 +24,7 @@ func TestLookaheadCommand(t *testing.T) {
 		t.Fatalf("header %+v", got)
 	}
 	r := got.Seeds[0]
-	if r.Evaluated == 0 || r.Rollouts < r.Evaluated*2 || r.Decisions < 4*(r.Evaluated-1) {
+	if r.Evaluated == 0 || r.Rollouts < r.Evaluated*2 || r.Decisions < 8*(r.Evaluated-1) {
 		t.Errorf("counts %+v", r)
 	}
 	if !(r.LookAccrued <= r.BaseAccrued) || r.BaseAccrued <= 0 {
