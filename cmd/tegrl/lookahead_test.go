@@ -20,7 +20,7 @@ func TestLookaheadCommand(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
 	}
-	if got.Base != "kube" || got.Every != 4 || len(got.Seeds) != 1 || got.Seeds[0].Seed != 102 {
+	if got.Base != "kube" || got.Every != 8 || len(got.Seeds) != 1 || got.Seeds[0].Seed != 102 {
 		t.Fatalf("header %+v", got)
 	}
 	r := got.Seeds[0]
