@@ -307,7 +307,7 @@ func RunAB(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	}
 	n := len(cfg.Seeds)
 	workloads := make([]*env.Workload, n)
-	err := forEach(ctx, n, cfg.Workers, func(k int) error {
+	err := ForEach(ctx, n, cfg.Workers, func(k int) error {
 		w, err := cfg.Workload(cfg.Seeds[k])
 		if err != nil {
 			return fmt.Errorf("ab: workload of seed %d: %w", cfg.Seeds[k], err)
@@ -334,7 +334,7 @@ func RunAB(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 	for i := range runs {
 		runs[i] = make([]ABRun, n)
 	}
-	err = forEach(ctx, len(contenders)*n, cfg.Workers, func(k int) error {
+	err = ForEach(ctx, len(contenders)*n, cfg.Workers, func(k int) error {
 		ci, si := k/n, k%n
 		sc := cfg.Sim
 		sc.Seed = cfg.Seeds[si]

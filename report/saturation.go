@@ -178,7 +178,7 @@ func RunSaturation(ctx context.Context, cfg SaturationConfig) ([][]env.Saturatio
 	}
 	var mu sync.Mutex // OnRun is called from one goroutine at a time
 	n := len(cfg.Schedulers) * len(seeds)
-	err := forEach(ctx, n, cfg.Workers, func(k int) error {
+	err := ForEach(ctx, n, cfg.Workers, func(k int) error {
 		i, si := k/len(seeds), k%len(seeds)
 		// A fresh scheduler per run: schedulers keep caches.
 		sched, err := cfg.New(cfg.Schedulers[i])

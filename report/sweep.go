@@ -120,7 +120,7 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]SweepPoint, error) {
 		points[i].Runs = make([]env.Metrics, len(cfg.Seeds))
 	}
 	n := len(points) * len(cfg.Seeds)
-	err := forEach(ctx, n, cfg.Workers, func(k int) error {
+	err := ForEach(ctx, n, cfg.Workers, func(k int) error {
 		pi, si := k/len(cfg.Seeds), k%len(cfg.Seeds)
 		teg := cfg.Base
 		for a, ax := range cfg.Grid {
@@ -158,10 +158,10 @@ func RunSweep(ctx context.Context, cfg SweepConfig) ([]SweepPoint, error) {
 	return points, nil
 }
 
-// forEach calls fn(0..n-1) on a pool of workers (<= 0: GOMAXPROCS) and
+// ForEach calls fn(0..n-1) on a pool of workers (<= 0: GOMAXPROCS) and
 // returns the first error; it stops handing out work once ctx is done or a
 // call failed. fn must only write state of its own index.
-func forEach(ctx context.Context, n, workers int, fn func(i int) error) error {
+func ForEach(ctx context.Context, n, workers int, fn func(i int) error) error {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}

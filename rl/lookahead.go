@@ -2,14 +2,12 @@ package rl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
 )
 
 // LookaheadConfig configures Lookahead.
@@ -103,26 +101,15 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 		rs.Run()
 		return rs.Accrued().Slowdown, nil
 	}
-	var errs []error
 	// rollAll sets values[k] to the rollout of candidate k, on up to
 	// cfg.Workers goroutines: the rollouts share only read-only inputs.
 	rollAll := func(nodes []int32) error {
-		values, errs = resize(values, len(nodes)), resize(errs, len(nodes))
-		var next atomic.Int64
-		work := func() {
-			for k := int(next.Add(1) - 1); k < len(nodes); k = int(next.Add(1) - 1) {
-				values[k], errs[k] = rollout(int(nodes[k]))
-			}
-		}
-		var wg sync.WaitGroup
-		for range min(max(cfg.Workers, 1), len(nodes)) - 1 {
-			wg.Add(1)
-			go func() { defer wg.Done(); work() }()
-		}
-		work()
-		wg.Wait()
+		values = resize(values, len(nodes))
 		res.Rollouts += len(nodes)
-		return errors.Join(errs...)
+		return report.ForEach(ctx, len(nodes), max(cfg.Workers, 1), func(k int) (err error) {
+			values[k], err = rollout(int(nodes[k]))
+			return err
+		})
 	}
 	var failed error
 	main := &replayed{base: cfg.Base(), next: -1}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"runtime"
-	"sync"
 	"text/tabwriter"
 
 	"github.com/spf13/cobra"
@@ -123,52 +122,29 @@ only. Seeds run in parallel (--workers).`,
 // order in the result.
 func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, seeds []uint64, every, candidates, workers int) ([]lookaheadSeed, error) {
 	rows := make([]lookaheadSeed, len(seeds))
-	errs := make([]error, len(seeds))
-	next := make(chan int)
-	var wg sync.WaitGroup
 	// Seeds in parallel first; the workers left over run each seed's
 	// rollouts in parallel.
 	seedWorkers := min(workers, len(seeds))
 	rollWorkers := max(1, workers/max(seedWorkers, 1))
-	for range seedWorkers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				src := f
-				src.seed = seeds[i]
-				c, w, cfg, err := src.build()
-				if err != nil {
-					errs[i] = err
-					continue
-				}
-				res, err := rl.Lookahead(ctx, c, w, cfg, rl.LookaheadConfig{Base: mk, Every: every, Candidates: candidates, Seed: seeds[i], Workers: rollWorkers})
-				if err != nil {
-					errs[i] = fmt.Errorf("seed %d: %w", seeds[i], err)
-					continue
-				}
-				rows[i] = lookaheadSeed{Seed: seeds[i], Decisions: res.Decisions, Evaluated: res.Evaluated, Changed: res.Changed, Rollouts: res.Rollouts,
-					BaseSlowdown: res.Base.MeanSlowdown, LookSlowdown: res.Lookahead.MeanSlowdown,
-					BaseAccrued: res.BaseAccrued, LookAccrued: res.LookaheadAccrued,
-					BaseSLA: res.Base.SLAViolationRate, LookSLA: res.Lookahead.SLAViolationRate}
-			}
-		}()
-	}
-	for i := range seeds {
-		if ctx.Err() != nil {
-			break
-		}
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	for _, err := range errs {
+	err := report.ForEach(ctx, len(seeds), seedWorkers, func(i int) error {
+		src := f
+		src.seed = seeds[i]
+		c, w, cfg, err := src.build()
 		if err != nil {
-			return nil, err
+			return err
 		}
+		res, err := rl.Lookahead(ctx, c, w, cfg, rl.LookaheadConfig{Base: mk, Every: every, Candidates: candidates, Seed: seeds[i], Workers: rollWorkers})
+		if err != nil {
+			return fmt.Errorf("seed %d: %w", seeds[i], err)
+		}
+		rows[i] = lookaheadSeed{Seed: seeds[i], Decisions: res.Decisions, Evaluated: res.Evaluated, Changed: res.Changed, Rollouts: res.Rollouts,
+			BaseSlowdown: res.Base.MeanSlowdown, LookSlowdown: res.Lookahead.MeanSlowdown,
+			BaseAccrued: res.BaseAccrued, LookAccrued: res.LookaheadAccrued,
+			BaseSLA: res.Base.SLAViolationRate, LookSLA: res.Lookahead.SLAViolationRate}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return rows, nil
 }
