@@ -91,19 +91,13 @@ func (tp *Tape[T]) AddN(xs ...*Tensor[T]) *Tensor[T] {
 	// once (a chain of additions writes every partial sum).
 	o, rest := out.Data, xs[1:]
 	if len(rest)%2 == 1 {
-		a, b := xs[0].Data[:len(o)], rest[0].Data[:len(o)]
-		for i := range o {
-			o[i] = a[i] + b[i]
-		}
+		addVec(o, xs[0].Data, rest[0].Data)
 		rest = rest[1:]
 	} else {
 		copy(o, xs[0].Data)
 	}
 	for ; len(rest) >= 2; rest = rest[2:] {
-		b, c := rest[0].Data[:len(o)], rest[1].Data[:len(o)]
-		for i := range o {
-			o[i] += b[i] + c[i]
-		}
+		addPair(o, rest[0].Data, rest[1].Data)
 	}
 	if out.RequiresGrad {
 		// The tape keeps the inputs; a record has room for three, so
@@ -174,9 +168,7 @@ func (tp *Tape[T]) backMatMul(n *node[T]) {
 func (tp *Tape[T]) Add(a, b *Tensor[T]) *Tensor[T] {
 	checkSame("Add", a, b)
 	out := tp.allocRaw(a.RequiresGrad || b.RequiresGrad, a.Shape...)
-	for i, x := range a.Data {
-		out.Data[i] = x + b.Data[i]
-	}
+	addVec(out.Data, a.Data, b.Data)
 	tp.record(node[T]{op: opAdd, out: out, a: a, b: b, f0: 1})
 	return out
 }
@@ -713,9 +705,34 @@ func addTo[T Float](dst, src []T) {
 	if dst == nil {
 		return
 	}
-	dst = dst[:len(src)]
-	for i, v := range src {
-		dst[i] += v
+	addVec(dst, dst, src)
+}
+
+// addVec sets dst[i] = a[i] + b[i] for i < len(dst); dst may be a or b.
+// float32 slices go eight lanes at a time through AVX where the sgemm
+// kernel runs (the same additions, so the same bits).
+func addVec[T Float](dst, a, b []T) {
+	a, b = a[:len(dst)], b[:len(dst)]
+	j := 0
+	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+		j = len(dst) &^ 7
+		addAVX(&as32(dst)[0], &as32(a)[0], &as32(b)[0], j)
+	}
+	for ; j < len(dst); j++ {
+		dst[j] = a[j] + b[j]
+	}
+}
+
+// addPair sets dst[i] += b[i] + c[i], the pair summed first, like addVec.
+func addPair[T Float](dst, b, c []T) {
+	b, c = b[:len(dst)], c[:len(dst)]
+	j := 0
+	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+		j = len(dst) &^ 7
+		addPairAVX(&as32(dst)[0], &as32(b)[0], &as32(c)[0], j)
+	}
+	for ; j < len(dst); j++ {
+		dst[j] += b[j] + c[j]
 	}
 }
 

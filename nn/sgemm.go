@@ -108,23 +108,48 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 	const mr, nr = sgemmMR, sgemmNR
 	buf.a = grow(buf.a, mr*kb)
 	tile := buf.tile[:]
+	zdone := 0 // columns of rows [i, i+mr) that a 12-row kernel has done
 	for i := i0; i < i1; i += mr {
 		rows := min(mr, m-i)
 		// Six whole rows of A are read in place: of an untransposed A, six
 		// rows; of a transposed one, six adjacent columns, stepping by lda
 		// (up to sgemmStrideMax). The last, partial panel is copied first.
 		ap, ldp, step := buf.a, kb, 1
+		rows12 := haveSgemmZ && zdone == 0 && i+2*mr <= i1 // twelve rows in place
 		switch {
 		case rows < mr || transA && lda > sgemmStrideMax:
 			packA(ap, transA, a, lda, i, rows, p0, kb)
+			rows12 = false
 		case transA:
 			_ = a[(p0+kb-1)*lda+i+mr-1]
+			if rows12 {
+				_ = a[(p0+kb-1)*lda+i+2*mr-1]
+			}
 			ap, ldp, step = a[p0*lda+i:], 1, lda
 		default:
 			_ = a[(i+mr-1)*lda+p0+kb-1]
+			if rows12 {
+				_ = a[(i+2*mr-1)*lda+p0+kb-1]
+			}
 			ap, ldp = a[i*lda+p0:], lda
 		}
-		for j := 0; j < n; j += nr {
+		j := zdone
+		zdone = 0
+		if rows12 {
+			for ; j+2*nr <= n; j += 2 * nr {
+				_ = c[(i+2*mr-1)*ldc+j+2*nr-1]
+				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, acc)
+			}
+			zdone = j
+		}
+		if rows == mr && haveSgemmZ {
+			// Pairs of whole panels in AVX-512 registers; the rest below.
+			for ; j+2*nr <= n; j += 2 * nr {
+				_ = c[(i+mr-1)*ldc+j+2*nr-1]
+				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, acc)
+			}
+		}
+		for ; j < n; j += nr {
 			cols := min(nr, n-j)
 			bp := bpack[j*kb : (j+nr)*kb]
 			if rows == mr && cols == nr {

@@ -7,10 +7,38 @@ import "golang.org/x/sys/cpu"
 // haveSgemmKernel is true where the AVX2/FMA kernel of sgemm can run.
 var haveSgemmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 
+// haveSgemmZ is true where sgemm can also use the AVX-512 kernel
+// (sgemmKernel6x32Z), which does twice the work per instruction and gives
+// the same bits. x/sys/cpu reports AVX-512 only where the OS saves its
+// registers.
+var haveSgemmZ = haveSgemmKernel && cpu.X86.HasAVX512F
+
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //
 //go:noescape
 func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+
+// sgemmKernel6x32Z is implemented in sgemm_amd64.s.
+//
+//go:noescape
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+
+// sgemmKernel12x32Z is implemented in sgemm_amd64.s.
+//
+//go:noescape
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+
+// addAVX sets dst[i] = a[i] + b[i] for n, a multiple of 8, elements;
+// sgemm_amd64.s.
+//
+//go:noescape
+func addAVX(dst, a, b *float32, n int)
+
+// addPairAVX sets dst[i] += b[i] + c[i] (the pair summed first) for n, a
+// multiple of 8, elements; sgemm_amd64.s.
+//
+//go:noescape
+func addPairAVX(dst, b, c *float32, n int)
 
 // axpyAVX adds a·x to y for n, a multiple of 8, elements; it is implemented
 // in sgemm_amd64.s and runs where haveSgemmKernel is true.

@@ -147,3 +147,98 @@ func TestSpMMRowKernels(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmZ: products with the AVX-512 kernel give the bits of the AVX2
+// kernel alone, on every transpose case, beta 0 and 1, depths across the
+// 256-deep blocks, and widths with and without whole pairs of panels.
+func TestSgemmZ(t *testing.T) {
+	if !haveSgemmZ {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	rng := rand.New(rand.NewPCG(41, 42))
+	for _, s := range []struct{ m, n, k int }{{6, 32, 1}, {12, 64, 64}, {13, 48, 300}, {31, 100, 7}, {64, 33, 513}, {7, 16, 20}} {
+		for _, tA := range []bool{false, true} {
+			for _, tB := range []bool{false, true} {
+				for _, beta := range []float32{0, 1} {
+					ar, ac := s.m, s.k
+					if tA {
+						ar, ac = s.k, s.m
+					}
+					br, bc := s.k, s.n
+					if tB {
+						br, bc = s.n, s.k
+					}
+					lda, ldb, ldc := ac+1, bc+2, s.n+3
+					a, b, c0 := randSlice(rng, ar*lda), randSlice(rng, br*ldb), randSlice(rng, s.m*ldc)
+					run := func(z bool) []float32 {
+						haveSgemmZ = z
+						c := slices.Clone(c0)
+						var sc sgemmScratch
+						sc.sgemm(tA, tB, s.m, s.n, s.k, a, lda, b, ldb, beta, c, ldc)
+						return c
+					}
+					want, got := run(false), run(true)
+					for i := range want {
+						if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+							t.Fatalf("m=%d n=%d k=%d tA=%v tB=%v beta=%v: c[%d] = %v with AVX-512, %v without",
+								s.m, s.n, s.k, tA, tB, beta, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAddLanes: addVec and addPair give the bits of their scalar loops,
+// in place and not, on lengths below, at and between the kernels' 8 and
+// 32 lanes, with NaN, ±0 and ±∞ among the values.
+func TestAddLanes(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA on this CPU")
+	}
+	defer func(h bool) { haveSgemmKernel = h }(haveSgemmKernel)
+	rng := rand.New(rand.NewPCG(51, 52))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	vec := func(n int) []float32 {
+		v := randf32(rng, n)
+		for i := range v {
+			if rng.IntN(6) == 0 {
+				v[i] = special[rng.IntN(len(special))]
+			}
+		}
+		return v
+	}
+	same := func(a, b []float32) bool {
+		for i := range a {
+			if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 64, 77, 200} {
+		a, b, c := vec(n), vec(n), vec(n)
+		run := func(avx bool) (sum, inPlace, pair []float32) {
+			haveSgemmKernel = avx
+			sum = make([]float32, n)
+			addVec(sum, a, b)
+			inPlace = slices.Clone(a)
+			addTo(inPlace, b)
+			pair = slices.Clone(a)
+			addPair(pair, b, c)
+			return
+		}
+		ws, wi, wp := run(false)
+		gs, gi, gp := run(true)
+		if !same(gs, ws) || !same(gi, wi) || !same(gp, wp) {
+			t.Fatalf("n=%d: AVX %v %v %v, scalar %v %v %v", n, gs, gi, gp, ws, wi, wp)
+		}
+		for i := range ws {
+			if want := a[i] + b[i]; !same(ws[i:i+1], []float32{want}) {
+				t.Fatalf("n=%d: sum[%d] = %v, want %v", n, i, ws[i], want)
+			}
+		}
+	}
+}

@@ -4,10 +4,29 @@ package nn
 
 // Without the assembly kernel (other architectures, the openblas build, or
 // the purego tag) float32 products go to gonum's blas32.
-const haveSgemmKernel = false
+const (
+	haveSgemmKernel = false
+	haveSgemmZ      = false
+)
 
 func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
 	panic("nn: sgemmKernel6x16 without the assembly kernel")
+}
+
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
+	panic("nn: sgemmKernel6x32Z without the assembly kernel")
+}
+
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
+	panic("nn: sgemmKernel12x32Z without the assembly kernel")
+}
+
+func addAVX(dst, a, b *float32, n int) {
+	panic("nn: addAVX without the assembly kernel")
+}
+
+func addPairAVX(dst, b, c *float32, n int) {
+	panic("nn: addPairAVX without the assembly kernel")
 }
 
 func axpyAVX(y *float32, a float32, x *float32, n int) {
