@@ -67,6 +67,18 @@ func NewEdgeConv[T nn.Float](ps *nn.Params[T], name string, in, edgeDim int, siz
 // Forward returns the aggregated messages for every destination node of
 // e, shape [e.NumDst(), out].
 func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T] {
+	t1, t2 := l.Terms(tp, xSrc, xDst, e)
+	if t2.X != nil {
+		return tp.Add(t1.X, t2.X)
+	}
+	return t1.X
+}
+
+// Terms returns Forward's result as one or two terms for a [HeteroConv]:
+// with a one-layer max aggregation, the maximum over the messages and the
+// part common to all of a node's messages, which the sum adds without
+// storing their sum first.
+func (l *EdgeConv[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T]) {
 	checkEdges("EdgeConv", xSrc, xDst, e)
 	if xSrc.Shape[1] != l.In || xDst.Shape[1] != l.In {
 		panic(fmt.Sprintf("gnn: EdgeConv: node rows have %d and %d features, layer expects %d", xSrc.Shape[1], xDst.Shape[1], l.In))
@@ -104,12 +116,12 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 		// max needs the u_ij per edge, but two rows fewer of each.
 		if l.Agg == AggMean {
 			ptr, idx, w := e.sparse(rowsMean)
-			return tp.SpMM(ptr, idx, w, z)
+			return nn.Term[T]{X: tp.SpMM(ptr, idx, w, z)}, t2
 		}
 		ptr, idx, w := e.sparse(rowsEdgeTail)
 		u := tp.SpMMSegmentMax(ptr, idx, w, z, adj.Dst, adj.NumDst())
 		ptr, idx, w = e.sparse(rowsHead)
-		return tp.Add(u, tp.SpMM(ptr, idx, w, z))
+		return nn.Term[T]{X: u}, nn.Term[T]{X: tp.SpMM(ptr, idx, w, z)}
 	}
 	ptr, idx, w := e.sparse(rowsEdge)
 	m := tp.SpMM(ptr, idx, w, z)
@@ -117,9 +129,9 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 		m = layer.Forward(tp, tp.Activate(m, l.MLP.Act))
 	}
 	if l.Agg == AggMean {
-		return tp.SegmentMean(m, adj.Dst, adj.NumDst())
+		return nn.Term[T]{X: tp.SegmentMean(m, adj.Dst, adj.NumDst())}, t2
 	}
-	return tp.SegmentMax(m, adj.Dst, adj.NumDst())
+	return nn.Term[T]{X: tp.SegmentMax(m, adj.Dst, adj.NumDst())}, t2
 }
 
 func (l *EdgeConv[T]) biasRow(b *nn.Tensor[T], n int) *nn.Tensor[T] {

@@ -8,9 +8,12 @@ import (
 )
 
 // Conv is a convolution over one relation: it returns, for every
-// destination node, the term the relation contributes to its new features.
+// destination node, the terms the relation adds to its new features, one
+// or two (the second's X nil when there is one). A term can be a product
+// X·W, which [HeteroConv] then computes into the sum itself (see
+// [nn.Tape.SumTerms]) instead of storing it first.
 type Conv[T nn.Float] interface {
-	Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T]
+	Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T])
 }
 
 // ConvKind selects the convolution a [HeteroConv] uses for a relation.
@@ -106,12 +109,13 @@ func NewHeteroConv[T nn.Float](ps *nn.Params[T], name string, in [NumNodeTypes]i
 // Forward returns the new features of every node type given the current
 // ones, x[t] of shape [b's nodes of type t, in[t]].
 func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b *Batch[T]) [NumNodeTypes]*nn.Tensor[T] {
-	// Each node type's terms (its root term, then one per relation into
-	// it) are summed in one pass.
-	var terms [NumNodeTypes][NumRelations + 1]*nn.Tensor[T]
+	// Each node type's terms (its root term, then those of the relations
+	// into it) go into one SumTerms: the products accumulate into the
+	// result, and no term is stored on its own.
+	var terms [NumNodeTypes][2*NumRelations + 1]nn.Term[T]
 	var nterms [NumNodeTypes]int
 	for t := range terms {
-		terms[t][0] = h.Root[t].Forward(tp, x[t])
+		terms[t][0] = nn.Term[T]{X: x[t], W: h.Root[t].W}
 		nterms[t] = 1
 	}
 	for r := Relation(0); r < NumRelations; r++ {
@@ -119,15 +123,17 @@ func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b
 			continue
 		}
 		d := r.Dst()
-		terms[d][nterms[d]] = h.Conv[r].Messages(tp, x[r.Src()], x[d], &b.Rel[r])
+		t1, t2 := h.Conv[r].Terms(tp, x[r.Src()], x[d], &b.Rel[r])
+		terms[d][nterms[d]] = t1
 		nterms[d]++
+		if t2.X != nil {
+			terms[d][nterms[d]] = t2
+			nterms[d]++
+		}
 	}
 	var out [NumNodeTypes]*nn.Tensor[T]
 	for t := range out {
-		out[t] = terms[t][0]
-		if nterms[t] > 1 {
-			out[t] = tp.AddN(terms[t][:nterms[t]]...)
-		}
+		out[t] = tp.SumTerms(h.Root[t].B, terms[t][:nterms[t]]...)
 	}
 	return out
 }

@@ -67,6 +67,17 @@ func (l *SAGE[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T])
 // (project, then average projected rows) or destinations (average, then
 // project). The result is the same up to rounding.
 func (l *SAGE[T]) Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T] {
+	t, _ := l.Terms(tp, xSrc, xDst, e)
+	if t.W != nil {
+		return tp.MatMul(t.X, t.W, false, false)
+	}
+	return t.X
+}
+
+// Terms returns Messages as one term for a [HeteroConv]: the product of
+// the averaged source rows and W_neigh when the product is on the
+// destination side, so that the sum computes it in place.
+func (l *SAGE[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T]) {
 	checkEdges("SAGE", xSrc, xDst, e)
 	in, out := l.Neigh.Shape[0], l.Neigh.Shape[1]
 	if xSrc.Shape[1] != in {
@@ -76,9 +87,9 @@ func (l *SAGE[T]) Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]
 	adj := e.Adj
 	projectFirst := ns*in*out+ne*out < nd*in*out+ne*in
 	if projectFirst {
-		return tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, tp.MatMul(xSrc, l.Neigh, false, false))
+		return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, tp.MatMul(xSrc, l.Neigh, false, false))}, t2
 	}
-	return tp.MatMul(tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, xSrc), l.Neigh, false, false)
+	return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, xSrc), W: l.Neigh}, t2
 }
 
 // checkEdges panics unless x's row counts match e's node counts.

@@ -116,6 +116,19 @@ func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, 
 	gemm(&s.sg, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// affine computes c = x·w + bias in every row, x m×k, w k×n and c m×n,
+// all stored contiguously. The packed kernel adds the bias as it stores
+// (sgemmBias); other products start from rows filled with the bias. Both
+// give the bits of the latter.
+func (s *gemmScratch[T]) affine(m, n, k int, x, w, bias, c []T) {
+	if unsafe.Sizeof(x[0]) == 4 && k > 0 && n > 0 && useSgemm(m, n, k) {
+		s.sg.sgemmBias(false, false, m, n, k, as32(x), k, as32(w), n, 0, as32(bias), as32(c), n)
+		return
+	}
+	fillRows(c[:m*n], bias)
+	s.gemm(false, false, m, n, k, 1, x, k, w, n, 1, c, n)
+}
+
 func grow[T Float](s []T, n int) []T {
 	if cap(s) < n {
 		return make([]T, n)

@@ -179,6 +179,22 @@ func testGradients(t *testing.T) {
 		add("AddN/5", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.AddN(in[0], in[1], in[2], in[1], in[3])
 		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		// A plain term first, then two products of different depths (the
+		// second sharing the first's W), and in[0] again.
+		add("SumTerms/bias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(in[5], Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]},
+				Term[float64]{X: in[3], W: in[4]}, Term[float64]{X: in[0]}, Term[float64]{X: in[3], W: in[4]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n),
+			tn(randn(rng, m*(k+2)), m, k+2), tn(randn(rng, (k+2)*n), k+2, n), tn(randn(rng, n), n))
+		add("SumTerms/nobias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n))
+		add("SumTerms/plain", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(in[2], Term[float64]{X: in[0]}, Term[float64]{X: in[1]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, n), n))
+		add("SumTerms/plain-nobias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1]}, Term[float64]{X: in[0]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
 		add("Scale", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Scale(in[0], -2.5) },
 			tn(randn(rng, m*n), m, n))
 		add("Clip", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Clip(in[0], -0.5, 0.7) },

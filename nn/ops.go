@@ -30,9 +30,9 @@ func (tp *Tape[T]) MatMul(a, b *Tensor[T], transA, transB bool) *Tensor[T] {
 }
 
 // Affine returns x·w + bias (bias added to every row), the product of a
-// linear layer. It is MatMul and AddBias in one operation: the product
-// accumulates onto rows that start as the bias, so the result is written
-// once instead of once more by a separate bias pass.
+// linear layer. It is MatMul and AddBias in one operation: the product's
+// kernel adds the bias as it stores its sums, so the result is written
+// once, with no bias pass before or after.
 func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
 	checkRank("Affine", x, 2)
 	checkRank("Affine", w, 2)
@@ -44,8 +44,7 @@ func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
 		panic(fmt.Sprintf("nn: Affine: bias shape %v does not match %d outputs", bias.Shape, n))
 	}
 	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias.RequiresGrad, m, n)
-	fillRows(out.Data[:m*n], bias.Data)
-	tp.scratch.gemm(false, false, m, n, k, 1, x.Data, k, w.Data, n, 1, out.Data, n)
+	tp.scratch.affine(m, n, k, x.Data, w.Data, bias.Data, out.Data)
 	tp.record(node[T]{op: opAffine, out: out, a: x, b: w, c: bias, i0: m, i1: n, i2: k})
 	return out
 }
@@ -72,6 +71,103 @@ const fillChunk = 2048
 func (tp *Tape[T]) backAffine(n *node[T]) {
 	tp.backMatMul(n)
 	addRows(gradOf(n.c), n.out.Grad)
+}
+
+// A Term is one summand of [Tape.SumTerms]: the product X·W when W is not
+// nil, else X itself.
+type Term[T Float] struct{ X, W *Tensor[T] }
+
+// SumTerms returns bias + Σ terms, every term [m, n] (a product's X [m, k]
+// and W [k, n]) and bias, unless nil, an n-element row added to every row.
+// It is Affine and AddN in one operation, for sums such as a graph layer's
+// root term plus one term per relation: the products accumulate into the
+// result as they are computed, so no term is stored on its own and summed
+// later, and in the backward pass every term takes its gradient from the
+// result's, with no copy per term. The first product (with the bias) is
+// computed first, then the other terms in order.
+func (tp *Tape[T]) SumTerms(bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
+	if len(terms) == 0 {
+		panic("nn: SumTerms of nothing")
+	}
+	first, m, n := -1, -1, -1
+	rg := bias != nil && bias.RequiresGrad
+	for i, tm := range terms {
+		checkRank("SumTerms", tm.X, 2)
+		r, c := tm.X.Shape[0], tm.X.Shape[1]
+		if tm.W != nil {
+			checkRank("SumTerms", tm.W, 2)
+			if tm.W.Shape[0] != c {
+				panic(fmt.Sprintf("nn: SumTerms: term %d: inner dimensions differ: %v and %v", i, tm.X.Shape, tm.W.Shape))
+			}
+			c = tm.W.Shape[1]
+			rg = rg || tm.W.RequiresGrad
+			if first < 0 {
+				first = i
+			}
+		}
+		if m < 0 {
+			m, n = r, c
+		} else if r != m || c != n {
+			panic(fmt.Sprintf("nn: SumTerms: term %d is %d×%d, term 0 %d×%d", i, r, c, m, n))
+		}
+		rg = rg || tm.X.RequiresGrad
+	}
+	if bias != nil && len(bias.Data) != n {
+		panic(fmt.Sprintf("nn: SumTerms: bias shape %v does not match %d columns", bias.Shape, n))
+	}
+	out := tp.allocRaw(rg, m, n)
+	o := out.Data
+	start := 0 // the term that initialises out, before the others
+	switch {
+	case first >= 0:
+		start = first
+		x, w := terms[first].X, terms[first].W
+		k := x.Shape[1]
+		if bias != nil {
+			tp.scratch.affine(m, n, k, x.Data, w.Data, bias.Data, o)
+		} else {
+			tp.scratch.gemm(false, false, m, n, k, 1, x.Data, k, w.Data, n, 0, o, n)
+		}
+	case bias != nil:
+		start = -1
+		fillRows(o, bias.Data)
+	default:
+		copy(o, terms[0].X.Data)
+	}
+	for i, tm := range terms {
+		switch {
+		case i == start:
+		case tm.W != nil:
+			k := tm.X.Shape[1]
+			tp.scratch.gemm(false, false, m, n, k, 1, tm.X.Data, k, tm.W.Data, n, 1, o, n)
+		default:
+			addTo(o, tm.X.Data)
+		}
+	}
+	if out.RequiresGrad {
+		for i, tm := range terms {
+			nd := node[T]{op: opSumTerm, out: out, a: tm.X, b: tm.W, i0: m, i1: n, i2: tm.X.Shape[1]}
+			if i == 0 {
+				nd.c = bias
+			}
+			tp.record(nd)
+		}
+	}
+	return out
+}
+
+// backSumTerm gives one term of SumTerms (and the bias, on the first
+// term's record) its gradient.
+func (tp *Tape[T]) backSumTerm(n *node[T]) {
+	g := n.out.Grad
+	if n.b != nil {
+		tp.backMatMul(n)
+	} else if gx, fresh := gradFor(n.a); gx != nil {
+		accumulate(gx, g, fresh)
+	}
+	if n.c != nil {
+		addRows(gradOf(n.c), g)
+	}
 }
 
 // AddN returns the elementwise sum of xs, which must all have the same

@@ -321,6 +321,10 @@ func TestPanics(t *testing.T) {
 		"backward shape": func() { tp.Backward(a) },
 		"slice range":    func() { tp.Slice(a, 1, 2, 4) },
 		"conv weights":   func() { tp.Conv1D(Zeros[float64](1, 4, 2), Zeros[float64](3, 1), 2, false) },
+		"terms none":     func() { tp.SumTerms(nil) },
+		"terms shapes":   func() { tp.SumTerms(nil, Term[float64]{X: a}, Term[float64]{X: Zeros[float64](3, 2)}) },
+		"terms inner":    func() { tp.SumTerms(nil, Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
+		"terms bias":     func() { tp.SumTerms(Zeros[float64](2), Term[float64]{X: a}) },
 	} {
 		func() {
 			defer func() {
@@ -346,6 +350,41 @@ func TestFillRows(t *testing.T) {
 		for i, v := range dst {
 			if v != row[i%len(row)] {
 				t.Fatalf("%d rows: dst[%d] = %v, want %v", m, i, v, row[i%len(row)])
+			}
+		}
+	}
+}
+
+// TestSumTermsBits: in float32, SumTerms gives the bits of the sum it
+// replaces, done in its order: Affine of the first product, then each
+// other term added to the running sum (a product's chain of multiply-adds
+// computed on its own, then added). Shapes with partial tiles, plain terms
+// before the first product, a repeated term, and no bias.
+func TestSumTermsBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(71, 72))
+	for _, s := range []struct{ m, n, k1, k2 int }{{4, 3, 2, 5}, {12, 64, 64, 64}, {37, 70, 16, 130}, {100, 64, 64, 12}} {
+		for _, withBias := range []bool{true, false} {
+			f := func(r, c int) *Tensor[float32] { return NewTensor(randf32(rng, r*c), r, c) }
+			plain, x1, w1, x2, w2 := f(s.m, s.n), f(s.m, s.k1), f(s.k1, s.n), f(s.m, s.k2), f(s.k2, s.n)
+			var bias *Tensor[float32]
+			if withBias {
+				bias = NewTensor(randf32(rng, s.n), s.n)
+			}
+			tp := NewTape[float32]()
+			got := tp.SumTerms(bias, Term[float32]{X: plain}, Term[float32]{X: x1, W: w1}, Term[float32]{X: x2, W: w2}, Term[float32]{X: plain})
+			var want *Tensor[float32]
+			if withBias {
+				want = tp.Affine(x1, w1, bias)
+			} else {
+				want = tp.MatMul(x1, w1, false, false)
+			}
+			want = tp.Add(want, plain)
+			want = tp.Add(want, tp.MatMul(x2, w2, false, false))
+			want = tp.Add(want, plain)
+			for i := range want.Data {
+				if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+					t.Fatalf("%+v bias %v: element %d = %v, the sum in order %v", s, withBias, i, got.Data[i], want.Data[i])
+				}
 			}
 		}
 	}

@@ -42,7 +42,7 @@ type sgemmScratch struct {
 // sgemmBuf holds one goroutine's buffers.
 type sgemmBuf struct {
 	a    []float32 // six rows of op(A), kc wide, where A cannot be read in place
-	tile [sgemmMR * sgemmNR]float32
+	tile [sgemmMR * 2 * sgemmNR]float32
 }
 
 // useSgemm reports whether a float32 product of this shape goes to sgemm:
@@ -54,6 +54,17 @@ func useSgemm(m, n, k int) bool {
 
 // sgemm computes c = op(a)·op(b) + beta·c like [gemm] with alpha 1.
 func (s *sgemmScratch) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
+	s.sgemmBias(transA, transB, m, n, k, a, lda, b, ldb, beta, nil, c, ldc)
+}
+
+// sgemmBias is sgemm that also adds bias, an n-element row, to every row
+// of c when bias is not nil (then beta must be 0). The kernels add it to
+// their sums as they would add c, so the result has the bits of a product
+// with beta 1 onto rows filled with the bias, without that fill.
+func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, bias []float32, c []float32, ldc int) {
+	if bias != nil && beta != 0 {
+		panic("nn: sgemm with a bias and beta != 0")
+	}
 	if beta != 0 && beta != 1 {
 		for i := 0; i < m; i++ {
 			row := c[i*ldc : i*ldc+n]
@@ -75,18 +86,24 @@ func (s *sgemmScratch) sgemm(transA, transB bool, m, n, k int, a []float32, lda 
 		kb := min(sgemmKC, k-p0)
 		s.b = grow(s.b, panels*kb*sgemmNR)
 		packB(s.b, transB, b, ldb, p0, kb, n)
-		acc := beta == 1 || p0 > 0
+		var add sgemmAdd // what the depth block's sums are added to
+		switch {
+		case beta == 1 || p0 > 0:
+			add = sgemmAdd{c, ldc}
+		case bias != nil:
+			add = sgemmAdd{bias, 0}
+		}
 		if workers == 1 {
-			sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, acc)
+			sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, add)
 			continue
 		}
-		s.parallel(workers, transA, a, lda, m, p0, kb, n, c, ldc, acc)
+		s.parallel(workers, transA, a, lda, m, p0, kb, n, c, ldc, add)
 	}
 }
 
 // parallel splits sgemmRows evenly by row panels between workers
 // goroutines (the caller being one), which all read the packed B.
-func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p0, kb, n int, c []float32, ldc int, acc bool) {
+func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
 	var wg sync.WaitGroup
 	rowPanels := (m + sgemmMR - 1) / sgemmMR
 	for w := 1; w < workers; w++ {
@@ -95,16 +112,33 @@ func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sgemmRows(&s.workers[w], s.b, transA, a, lda, i0, i1, m, p0, kb, n, c, ldc, acc)
+			sgemmRows(&s.workers[w], s.b, transA, a, lda, i0, i1, m, p0, kb, n, c, ldc, add)
 		}()
 	}
-	sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, min(m, rowPanels/workers*sgemmMR), m, p0, kb, n, c, ldc, acc)
+	sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, min(m, rowPanels/workers*sgemmMR), m, p0, kb, n, c, ldc, add)
 	wg.Wait()
 }
 
+// sgemmAdd is what the sums of a depth block are added to: row i of a
+// tile adds base[i*ld:], so c itself (ld = ldc) or one row for all (ld 0);
+// a nil base adds nothing.
+type sgemmAdd struct {
+	base []float32
+	ld   int
+}
+
+// at returns the kernels' pointer to the addend of the tile at (i, j),
+// nil for none.
+func (ad sgemmAdd) at(i, j int) *float32 {
+	if ad.base == nil {
+		return nil
+	}
+	return &ad.base[i*ad.ld+j]
+}
+
 // sgemmRows computes rows [i0, i1) of one depth block [p0, p0+kb) of the
-// product from the packed B in bpack, adding to c when acc.
-func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0, i1, m, p0, kb, n int, c []float32, ldc int, acc bool) {
+// product from the packed B in bpack, plus add.
+func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0, i1, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
 	const mr, nr = sgemmMR, sgemmNR
 	buf.a = grow(buf.a, mr*kb)
 	tile := buf.tile[:]
@@ -138,15 +172,22 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 		if rows12 {
 			for ; j+2*nr <= n; j += 2 * nr {
 				_ = c[(i+2*mr-1)*ldc+j+2*nr-1]
-				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, acc)
+				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
 			}
 			zdone = j
 		}
-		if rows == mr && haveSgemmZ {
+		if haveSgemmZ {
 			// Pairs of whole panels in AVX-512 registers; the rest below.
 			for ; j+2*nr <= n; j += 2 * nr {
-				_ = c[(i+mr-1)*ldc+j+2*nr-1]
-				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, acc)
+				if rows == mr {
+					_ = c[(i+mr-1)*ldc+j+2*nr-1]
+					sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
+					continue
+				}
+				// The last rows of A, copied and padded with zero rows:
+				// the tile goes to a buffer, and its rows to c.
+				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &tile[0], 2*nr, nil, 0)
+				storeTile(c, ldc, i, j, rows, 2*nr, tile[:], 2*nr, add)
 			}
 		}
 		for ; j < n; j += nr {
@@ -154,19 +195,26 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 			bp := bpack[j*kb : (j+nr)*kb]
 			if rows == mr && cols == nr {
 				_ = c[(i+mr-1)*ldc+j+nr-1] // the kernel writes this far
-				sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &c[i*ldc+j], ldc, acc)
+				sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
 				continue
 			}
-			sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &tile[0], nr, false)
-			for r := 0; r < rows; r++ {
-				dst := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
-				src := tile[r*nr : r*nr+cols]
-				if acc {
-					addTo(dst, src)
-				} else {
-					copy(dst, src)
-				}
-			}
+			sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &tile[0], nr, nil, 0)
+			storeTile(c, ldc, i, j, rows, cols, tile[:], nr, add)
+		}
+	}
+}
+
+// storeTile writes the rows×cols corner of tile (row stride ld), plus
+// add, to c at (i, j).
+func storeTile(c []float32, ldc, i, j, rows, cols int, tile []float32, ld int, add sgemmAdd) {
+	for r := 0; r < rows; r++ {
+		dst := c[(i+r)*ldc+j : (i+r)*ldc+j+cols]
+		src := tile[r*ld : r*ld+cols]
+		if add.base != nil {
+			at := (i+r)*add.ld + j
+			addVec(dst, src, add.base[at:at+cols])
+		} else {
+			copy(dst, src)
 		}
 	}
 }

@@ -16,17 +16,17 @@ var haveSgemmZ = haveSgemmKernel && cpu.X86.HasAVX512F
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 
 // sgemmKernel6x32Z is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 
 // sgemmKernel12x32Z is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 
 // addAVX sets dst[i] = a[i] + b[i] for n, a multiple of 8, elements;
 // sgemm_amd64.s.

@@ -2,16 +2,18 @@
 
 #include "textflag.h"
 
-// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 //
-// c[0:6, 0:16] (row stride ldc) = (acc ? c : 0) + Σ_p a[r*lda+p*step]·b[p*16+j]:
+// c[0:6, 0:16] (row stride ldc) = Σ_p a[r*lda+p*step]·b[p*16+j] + add[r*ldadd+j]
+// (nothing added where add is nil; the add is after the sum, so it can be
+// c itself, ldadd = ldc, or one bias row for all, ldadd = 0):
 // a is six rows of A read in place (row stride lda, step between
 // consecutive elements of a row: 1 for a row-major A, the leading
 // dimension for a transposed one, whose six rows are then six adjacent
 // columns), b a packed 16-column panel of B, k deep. Y0-Y11 hold the 6×16
 // tile, Y12-Y13 a row of b, Y14-Y15 the broadcast elements of a. k must
 // be at least 1.
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-57
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -64,25 +66,26 @@ loop:
 	DECQ CX
 	JNZ loop
 
-	MOVBLZX acc+56(FP), AX
-	TESTQ AX, AX
+	MOVQ add+56(FP), R9
+	TESTQ R9, R9
 	JZ store
-	MOVQ DX, R9
+	MOVQ ldadd+64(FP), AX
+	SHLQ $2, AX
 	VADDPS (R9), Y0, Y0
 	VADDPS 32(R9), Y1, Y1
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Y2, Y2
 	VADDPS 32(R9), Y3, Y3
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Y4, Y4
 	VADDPS 32(R9), Y5, Y5
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Y6, Y6
 	VADDPS 32(R9), Y7, Y7
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Y8, Y8
 	VADDPS 32(R9), Y9, Y9
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Y10, Y10
 	VADDPS 32(R9), Y11, Y11
 
@@ -552,16 +555,16 @@ pr16done:
 	VZEROUPPER
 	RET
 
-// func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+// func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 //
 // sgemmKernel6x16 twice as wide, in AVX-512 registers: c[0:6, 0:32] =
-// (acc ? c : 0) + Σ_p a[r*lda+p*step]·b[...], where b holds two packed
+// Σ_p a[r*lda+p*step]·b[...] + add[r*ldadd+j], where b holds two packed
 // 16-column panels back to back (k rows of 16 each, as packB writes them).
 // Each element is the same chain of fused multiply-adds from zero, in the
-// same order, then the same add of c, so the bits equal those of two
+// same order, then the same add, so the bits equal those of two
 // sgemmKernel6x16 calls. Z0-Z11 hold the 6×32 tile, Z12-Z13 a row of the
 // two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
-TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-57
+TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -618,25 +621,26 @@ loopz:
 	DECQ CX
 	JNZ loopz
 
-	MOVBLZX acc+56(FP), AX
-	TESTQ AX, AX
+	MOVQ add+56(FP), R9
+	TESTQ R9, R9
 	JZ storez
-	MOVQ DX, R9
+	MOVQ ldadd+64(FP), AX
+	SHLQ $2, AX
 	VADDPS (R9), Z0, Z0
 	VADDPS 64(R9), Z1, Z1
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z2, Z2
 	VADDPS 64(R9), Z3, Z3
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z4, Z4
 	VADDPS 64(R9), Z5, Z5
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z6, Z6
 	VADDPS 64(R9), Z7, Z7
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z8, Z8
 	VADDPS 64(R9), Z9, Z9
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z10, Z10
 	VADDPS 64(R9), Z11, Z11
 
@@ -661,11 +665,11 @@ storez:
 	VZEROUPPER
 	RET
 
-// func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool)
+// func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
 //
 // sgemmKernel6x32Z for twelve rows: Z0-Z23 hold the 12×32 tile, Z24-Z25 a
 // row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
-TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-57
+TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-72
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -758,43 +762,44 @@ loopz12:
 	DECQ CX
 	JNZ loopz12
 
-	MOVBLZX acc+56(FP), AX
-	TESTQ AX, AX
+	MOVQ add+56(FP), R9
+	TESTQ R9, R9
 	JZ storez12
-	MOVQ DX, R9
+	MOVQ ldadd+64(FP), AX
+	SHLQ $2, AX
 	VADDPS (R9), Z0, Z0
 	VADDPS 64(R9), Z1, Z1
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z2, Z2
 	VADDPS 64(R9), Z3, Z3
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z4, Z4
 	VADDPS 64(R9), Z5, Z5
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z6, Z6
 	VADDPS 64(R9), Z7, Z7
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z8, Z8
 	VADDPS 64(R9), Z9, Z9
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z10, Z10
 	VADDPS 64(R9), Z11, Z11
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z12, Z12
 	VADDPS 64(R9), Z13, Z13
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z14, Z14
 	VADDPS 64(R9), Z15, Z15
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z16, Z16
 	VADDPS 64(R9), Z17, Z17
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z18, Z18
 	VADDPS 64(R9), Z19, Z19
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z20, Z20
 	VADDPS 64(R9), Z21, Z21
-	ADDQ R8, R9
+	ADDQ AX, R9
 	VADDPS (R9), Z22, Z22
 	VADDPS 64(R9), Z23, Z23
 

@@ -9,15 +9,15 @@ const (
 	haveSgemmZ      = false
 )
 
-func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
 	panic("nn: sgemmKernel6x16 without the assembly kernel")
 }
 
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
 	panic("nn: sgemmKernel6x32Z without the assembly kernel")
 }
 
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, acc bool) {
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
 	panic("nn: sgemmKernel12x32Z without the assembly kernel")
 }
 

@@ -339,3 +339,35 @@ func TestSgemmTransposedInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestSgemmBias: a product that adds a bias row as the kernels store
+// (sgemmBias, Affine's path) gives the bits of a product with beta 1 onto
+// rows filled with the bias, on shapes with partial tiles, several depth
+// blocks and both transposes of A.
+func TestSgemmBias(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(61, 62))
+	for _, s := range []struct{ m, n, k int }{{4, 5, 3}, {6, 16, 1}, {12, 64, 64}, {13, 40, 300}, {31, 100, 7}, {64, 33, 513}} {
+		for _, tA := range []bool{false, true} {
+			ar, ac := s.m, s.k
+			if tA {
+				ar, ac = s.k, s.m
+			}
+			a, b, bias := randSlice(rng, ar*ac), randSlice(rng, s.k*s.n), randSlice(rng, s.n)
+			var sc sgemmScratch
+			want := make([]float32, s.m*s.n)
+			fillRows(want, bias)
+			sc.sgemm(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 1, want, s.n)
+			got := randSlice(rng, s.m*s.n) // every element is written
+			sc.sgemmBias(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 0, bias, got, s.n)
+			for i := range want {
+				if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
+					t.Fatalf("m=%d n=%d k=%d tA=%v: c[%d] = %v with the bias in the kernel, %v from filled rows",
+						s.m, s.n, s.k, tA, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -173,6 +173,7 @@ const (
 	opAddBias
 	opAffine
 	opAddN
+	opSumTerm
 	opScale
 	opClip
 	opUnary
@@ -237,6 +238,8 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		tp.backAffine(n)
 	case opAddN:
 		backAddN(n)
+	case opSumTerm:
+		tp.backSumTerm(n)
 	case opScale:
 		backScale(n)
 	case opClip:
