@@ -168,15 +168,15 @@ func (e *Encoder[T]) Forward(tp *nn.Tape[T], b *Batch[T]) Embeddings[T] {
 		x[Machine] = tp.Concat(x[Machine], e.Temporal.Forward(tp, b.History), 1)
 	}
 	for t := range x {
-		x[t] = tp.Activate(e.Input[t].Forward(tp, x[t]), e.Config.Act)
+		in := e.Input[t]
+		x[t] = tp.SumTerms(e.Config.Act, in.B, nn.Term[T]{X: x[t], W: in.W})
 	}
 	for l, layer := range e.Layers {
-		x = layer.Forward(tp, x, b)
-		if l+1 < len(e.Layers) {
-			for t := range x {
-				x[t] = tp.Activate(x[t], e.Config.Act)
-			}
+		act := e.Config.Act
+		if l+1 == len(e.Layers) {
+			act = nn.ActIdentity
 		}
+		x = layer.ForwardAct(tp, x, b, act)
 	}
 	g := b.Global
 	for t := NumNodeTypes - 1; t >= 0; t-- {

@@ -109,6 +109,12 @@ func NewHeteroConv[T nn.Float](ps *nn.Params[T], name string, in [NumNodeTypes]i
 // Forward returns the new features of every node type given the current
 // ones, x[t] of shape [b's nodes of type t, in[t]].
 func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b *Batch[T]) [NumNodeTypes]*nn.Tensor[T] {
+	return h.ForwardAct(tp, x, b, nn.ActIdentity)
+}
+
+// ForwardAct is Forward followed by the activation act, which the sums
+// apply as they store where they can (ReLU; see [nn.Tape.SumTerms]).
+func (h *HeteroConv[T]) ForwardAct(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b *Batch[T], act nn.Activation) [NumNodeTypes]*nn.Tensor[T] {
 	// Each node type's terms (its root term, then those of the relations
 	// into it) go into one SumTerms: the products accumulate into the
 	// result, and no term is stored on its own.
@@ -133,7 +139,7 @@ func (h *HeteroConv[T]) Forward(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T], b
 	}
 	var out [NumNodeTypes]*nn.Tensor[T]
 	for t := range out {
-		out[t] = tp.SumTerms(h.Root[t].B, terms[t][:nterms[t]]...)
+		out[t] = tp.SumTerms(act, h.Root[t].B, terms[t][:nterms[t]]...)
 	}
 	return out
 }

@@ -116,17 +116,38 @@ func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, 
 	gemm(&s.sg, transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
-// affine computes c = x·w + bias in every row, x m×k, w k×n and c m×n,
-// all stored contiguously. The packed kernel adds the bias as it stores
-// (sgemmBias); other products start from rows filled with the bias. Both
-// give the bits of the latter.
-func (s *gemmScratch[T]) affine(m, n, k int, x, w, bias, c []T) {
-	if unsafe.Sizeof(x[0]) == 4 && k > 0 && n > 0 && useSgemm(m, n, k) {
-		s.sg.sgemmBias(false, false, m, n, k, as32(x), k, as32(w), n, 0, as32(bias), as32(c), n)
+// product computes c = x·w, plus bias in every row when bias is not nil,
+// plus c's old values when acc (not both), then max(·, 0) (Go's max) when
+// relu; x is m×k, w k×n and c m×n, all stored contiguously. The packed
+// kernel adds the bias as it stores (sgemmBias) and applies the ReLU
+// there too; other products start from rows filled with the bias. Both
+// give the bits of the latter followed by a ReLU pass.
+func (s *gemmScratch[T]) product(m, n, k int, x, w, bias []T, acc, relu bool, c []T) {
+	if bias != nil && acc {
+		panic("nn: product with a bias onto c")
+	}
+	c = c[:m*n]
+	if unsafe.Sizeof(c[0]) == 4 && k > 0 && n > 0 && useSgemm(m, n, k) {
+		beta := float32(0)
+		if acc {
+			beta = 1
+		}
+		s.sg.sgemmBias(false, false, m, n, k, as32(x), k, as32(w), n, beta, as32(bias), relu, as32(c), n)
 		return
 	}
-	fillRows(c[:m*n], bias)
-	s.gemm(false, false, m, n, k, 1, x, k, w, n, 1, c, n)
+	beta := T(0)
+	if acc || bias != nil {
+		beta = 1
+	}
+	if bias != nil {
+		fillRows(c, bias)
+	}
+	s.gemm(false, false, m, n, k, 1, x, k, w, n, beta, c, n)
+	if relu {
+		for i, v := range c {
+			c[i] = max(v, 0)
+		}
+	}
 }
 
 func grow[T Float](s []T, n int) []T {

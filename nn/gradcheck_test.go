@@ -182,19 +182,33 @@ func testGradients(t *testing.T) {
 		// A plain term first, then two products of different depths (the
 		// second sharing the first's W), and in[0] again.
 		add("SumTerms/bias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
-			return tp.SumTerms(in[5], Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]},
+			return tp.SumTerms(ActIdentity, in[5], Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]},
 				Term[float64]{X: in[3], W: in[4]}, Term[float64]{X: in[0]}, Term[float64]{X: in[3], W: in[4]})
 		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n),
 			tn(randn(rng, m*(k+2)), m, k+2), tn(randn(rng, (k+2)*n), k+2, n), tn(randn(rng, n), n))
 		add("SumTerms/nobias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
-			return tp.SumTerms(nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]})
+			return tp.SumTerms(ActIdentity, nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]})
 		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n))
 		add("SumTerms/plain", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
-			return tp.SumTerms(in[2], Term[float64]{X: in[0]}, Term[float64]{X: in[1]})
+			return tp.SumTerms(ActIdentity, in[2], Term[float64]{X: in[0]}, Term[float64]{X: in[1]})
 		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n), tn(randn(rng, n), n))
 		add("SumTerms/plain-nobias", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
-			return tp.SumTerms(nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1]}, Term[float64]{X: in[0]})
+			return tp.SumTerms(ActIdentity, nil, Term[float64]{X: in[0]}, Term[float64]{X: in[1]}, Term[float64]{X: in[0]})
 		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*n), m, n))
+		// Fused ReLU, the last term a product, a plain term, or the only
+		// one; and an activation that is not fused.
+		add("SumTerms/relu-product", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActReLU, in[3], Term[float64]{X: in[0]}, Term[float64]{X: in[1], W: in[2]}, Term[float64]{X: in[1], W: in[2]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
+		add("SumTerms/relu-plain", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActReLU, nil, Term[float64]{X: in[1], W: in[2]}, Term[float64]{X: in[0]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n))
+		add("SumTerms/relu-one", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActReLU, nil, Term[float64]{X: in[0]})
+		}, tn(randAway(rng, m*n, 1e-3, 0), m, n))
+		add("SumTerms/tanh", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActTanh, in[2], Term[float64]{X: in[0], W: in[1]})
+		}, tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
 		add("Scale", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Scale(in[0], -2.5) },
 			tn(randn(rng, m*n), m, n))
 		add("Clip", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Clip(in[0], -0.5, 0.7) },

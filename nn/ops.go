@@ -44,7 +44,7 @@ func (tp *Tape[T]) Affine(x, w, bias *Tensor[T]) *Tensor[T] {
 		panic(fmt.Sprintf("nn: Affine: bias shape %v does not match %d outputs", bias.Shape, n))
 	}
 	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias.RequiresGrad, m, n)
-	tp.scratch.affine(m, n, k, x.Data, w.Data, bias.Data, out.Data)
+	tp.scratch.product(m, n, k, x.Data, w.Data, bias.Data, false, false, out.Data)
 	tp.record(node[T]{op: opAffine, out: out, a: x, b: w, c: bias, i0: m, i1: n, i2: k})
 	return out
 }
@@ -77,15 +77,23 @@ func (tp *Tape[T]) backAffine(n *node[T]) {
 // nil, else X itself.
 type Term[T Float] struct{ X, W *Tensor[T] }
 
-// SumTerms returns bias + Σ terms, every term [m, n] (a product's X [m, k]
-// and W [k, n]) and bias, unless nil, an n-element row added to every row.
-// It is Affine and AddN in one operation, for sums such as a graph layer's
-// root term plus one term per relation: the products accumulate into the
-// result as they are computed, so no term is stored on its own and summed
-// later, and in the backward pass every term takes its gradient from the
-// result's, with no copy per term. The first product (with the bias) is
-// computed first, then the other terms in order.
-func (tp *Tape[T]) SumTerms(bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
+// SumTerms returns act(bias + Σ terms), every term [m, n] (a product's X
+// [m, k] and W [k, n]) and bias, unless nil, an n-element row added to
+// every row. It is Affine, AddN and the activation in one operation, for
+// sums such as a graph layer's root term plus one term per relation: the
+// products accumulate into the result as they are computed, so no term is
+// stored on its own and summed later; a ReLU is applied by the last
+// addition as it stores (other activations in a pass of their own); and
+// in the backward pass every term takes its gradient from the result's,
+// with no copy per term. The first product (with the bias) is computed
+// first, then the other terms in order.
+//
+// With a fused ReLU, Backward leaves in the result's Grad the gradient of
+// the sum before the activation (it masks the gradient in place).
+func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
+	if act != ActIdentity && act != ActReLU {
+		return tp.Activate(tp.SumTerms(ActIdentity, bias, terms...), act)
+	}
 	if len(terms) == 0 {
 		panic("nn: SumTerms of nothing")
 	}
@@ -115,31 +123,44 @@ func (tp *Tape[T]) SumTerms(bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
 	if bias != nil && len(bias.Data) != n {
 		panic(fmt.Sprintf("nn: SumTerms: bias shape %v does not match %d columns", bias.Shape, n))
 	}
+	relu := act == ActReLU
 	out := tp.allocRaw(rg, m, n)
 	o := out.Data
-	start := 0 // the term that initialises out, before the others
-	switch {
-	case first >= 0:
+	// start is the term that initialises out (-1: the bias alone), last
+	// the term added last, which applies the ReLU.
+	start, last := 0, len(terms)-1
+	if first >= 0 {
 		start = first
-		x, w := terms[first].X, terms[first].W
-		k := x.Shape[1]
-		if bias != nil {
-			tp.scratch.affine(m, n, k, x.Data, w.Data, bias.Data, o)
-		} else {
-			tp.scratch.gemm(false, false, m, n, k, 1, x.Data, k, w.Data, n, 0, o, n)
-		}
-	case bias != nil:
+	} else if bias != nil {
 		start = -1
-		fillRows(o, bias.Data)
+	}
+	if last == start && len(terms) > 1 {
+		last = len(terms) - 2 // the start term moved to the front
+	}
+	var b []T
+	if bias != nil {
+		b = bias.Data
+	}
+	switch {
+	case start < 0:
+		fillRows(o, b)
+	case first >= 0:
+		x, w := terms[first].X, terms[first].W
+		tp.scratch.product(m, n, x.Shape[1], x.Data, w.Data, b, false, relu && last == start, o)
 	default:
 		copy(o, terms[0].X.Data)
 	}
 	for i, tm := range terms {
+		r := relu && i == last
 		switch {
 		case i == start:
+			if r && tm.W == nil { // one plain term, no bias: nothing added
+				reluVec(o)
+			}
 		case tm.W != nil:
-			k := tm.X.Shape[1]
-			tp.scratch.gemm(false, false, m, n, k, 1, tm.X.Data, k, tm.W.Data, n, 1, o, n)
+			tp.scratch.product(m, n, tm.X.Shape[1], tm.X.Data, tm.W.Data, nil, true, r, o)
+		case r:
+			addRelu(o, tm.X.Data)
 		default:
 			addTo(o, tm.X.Data)
 		}
@@ -150,6 +171,9 @@ func (tp *Tape[T]) SumTerms(bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
 			if i == 0 {
 				nd.c = bias
 			}
+			if relu && i == len(terms)-1 {
+				nd.f1 = 1 // the first record Backward meets: mask the gradient
+			}
 			tp.record(nd)
 		}
 	}
@@ -157,9 +181,13 @@ func (tp *Tape[T]) SumTerms(bias *Tensor[T], terms ...Term[T]) *Tensor[T] {
 }
 
 // backSumTerm gives one term of SumTerms (and the bias, on the first
-// term's record) its gradient.
+// term's record) its gradient. The last term's record of a sum with a
+// ReLU first turns the result's gradient into the sum's, in place.
 func (tp *Tape[T]) backSumTerm(n *node[T]) {
 	g := n.out.Grad
+	if n.f1 == 1 {
+		reluGradInPlace(g, n.out.Data)
+	}
 	if n.b != nil {
 		tp.backMatMul(n)
 	} else if gx, fresh := gradFor(n.a); gx != nil {
@@ -167,6 +195,41 @@ func (tp *Tape[T]) backSumTerm(n *node[T]) {
 	}
 	if n.c != nil {
 		addRows(gradOf(n.c), g)
+	}
+}
+
+// reluGradInPlace zeroes g where y = max(x, 0) says x was not positive,
+// as ReLU's backward pass does from x.
+func reluGradInPlace[T Float](g, y []T) {
+	if unsafe.Sizeof(g[0]) == 4 {
+		reluGrad32(as32(g), as32(y), as32(g))
+		return
+	}
+	for i, v := range y {
+		if !(v > 0) {
+			g[i] = 0
+		}
+	}
+}
+
+// reluVec sets x[i] = max(x[i], 0).
+func reluVec[T Float](x []T) {
+	for i, v := range x {
+		x[i] = max(v, 0)
+	}
+}
+
+// addRelu sets dst[i] = max(dst[i] + src[i], 0) (Go's max), eight lanes
+// at a time for float32 where the sgemm kernel runs.
+func addRelu[T Float](dst, src []T) {
+	src = src[:len(dst)]
+	j := 0
+	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+		j = len(dst) &^ 7
+		addReluAVX(&as32(dst)[0], &as32(src)[0], j)
+	}
+	for ; j < len(dst); j++ {
+		dst[j] = max(dst[j]+src[j], 0)
 	}
 }
 

@@ -321,10 +321,10 @@ func TestPanics(t *testing.T) {
 		"backward shape": func() { tp.Backward(a) },
 		"slice range":    func() { tp.Slice(a, 1, 2, 4) },
 		"conv weights":   func() { tp.Conv1D(Zeros[float64](1, 4, 2), Zeros[float64](3, 1), 2, false) },
-		"terms none":     func() { tp.SumTerms(nil) },
-		"terms shapes":   func() { tp.SumTerms(nil, Term[float64]{X: a}, Term[float64]{X: Zeros[float64](3, 2)}) },
-		"terms inner":    func() { tp.SumTerms(nil, Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
-		"terms bias":     func() { tp.SumTerms(Zeros[float64](2), Term[float64]{X: a}) },
+		"terms none":     func() { tp.SumTerms(ActIdentity, nil) },
+		"terms shapes":   func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a}, Term[float64]{X: Zeros[float64](3, 2)}) },
+		"terms inner":    func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
+		"terms bias":     func() { tp.SumTerms(ActIdentity, Zeros[float64](2), Term[float64]{X: a}) },
 	} {
 		func() {
 			defer func() {
@@ -358,20 +358,48 @@ func TestFillRows(t *testing.T) {
 // TestSumTermsBits: in float32, SumTerms gives the bits of the sum it
 // replaces, done in its order: Affine of the first product, then each
 // other term added to the running sum (a product's chain of multiply-adds
-// computed on its own, then added). Shapes with partial tiles, plain terms
-// before the first product, a repeated term, and no bias.
+// computed on its own, then added, one depth block of sgemm at a time),
+// then the ReLU. Shapes with partial
+// tiles and several depth blocks, plain terms before the first product, a
+// repeated term, no bias, the ReLU fused into a product or an addition,
+// and NaN, ±0 and ±∞ among the inputs.
 func TestSumTermsBits(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("the expected bits are the packed kernel's; no kernel in this build or on this CPU")
+	}
 	rng := rand.New(rand.NewPCG(71, 72))
-	for _, s := range []struct{ m, n, k1, k2 int }{{4, 3, 2, 5}, {12, 64, 64, 64}, {37, 70, 16, 130}, {100, 64, 64, 12}} {
-		for _, withBias := range []bool{true, false} {
-			f := func(r, c int) *Tensor[float32] { return NewTensor(randf32(rng, r*c), r, c) }
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
+	for _, s := range []struct{ m, n, k1, k2 int }{{4, 3, 2, 5}, {12, 64, 64, 64}, {37, 70, 16, 300}, {100, 64, 64, 12}} {
+		for rep := 0; rep < 8; rep++ {
+			withBias, relu, plainLast, specials := rep&1 == 1, rep&2 == 2, rep&4 == 4, rep >= 6
+			f := func(r, c int) *Tensor[float32] {
+				v := randf32(rng, r*c)
+				if specials {
+					for i := range v {
+						if rng.IntN(40) == 0 {
+							v[i] = special[rng.IntN(len(special))]
+						}
+					}
+				}
+				return NewTensor(v, r, c)
+			}
 			plain, x1, w1, x2, w2 := f(s.m, s.n), f(s.m, s.k1), f(s.k1, s.n), f(s.m, s.k2), f(s.k2, s.n)
 			var bias *Tensor[float32]
 			if withBias {
-				bias = NewTensor(randf32(rng, s.n), s.n)
+				bias = f(1, s.n)
+				bias.Shape = []int{s.n}
+			}
+			act := ActIdentity
+			if relu {
+				act = ActReLU
 			}
 			tp := NewTape[float32]()
-			got := tp.SumTerms(bias, Term[float32]{X: plain}, Term[float32]{X: x1, W: w1}, Term[float32]{X: x2, W: w2}, Term[float32]{X: plain})
+			terms := []Term[float32]{{X: plain}, {X: x1, W: w1}, {X: x2, W: w2}, {X: plain}}
+			if !plainLast {
+				terms = terms[:3]
+			}
+			got := tp.SumTerms(act, bias, terms...)
 			var want *Tensor[float32]
 			if withBias {
 				want = tp.Affine(x1, w1, bias)
@@ -379,11 +407,20 @@ func TestSumTermsBits(t *testing.T) {
 				want = tp.MatMul(x1, w1, false, false)
 			}
 			want = tp.Add(want, plain)
-			want = tp.Add(want, tp.MatMul(x2, w2, false, false))
-			want = tp.Add(want, plain)
+			// A product onto the sum adds it one 256-deep block at a time.
+			for p0 := 0; p0 < s.k2; p0 += sgemmKC {
+				p1 := min(p0+sgemmKC, s.k2)
+				want = tp.Add(want, tp.MatMul(tp.Slice(x2, 1, p0, p1), tp.Slice(w2, 0, p0, p1), false, false))
+			}
+			if plainLast {
+				want = tp.Add(want, plain)
+			}
+			if relu {
+				want = tp.ReLU(want)
+			}
 			for i := range want.Data {
-				if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
-					t.Fatalf("%+v bias %v: element %d = %v, the sum in order %v", s, withBias, i, got.Data[i], want.Data[i])
+				if !same(got.Data[i], want.Data[i]) {
+					t.Fatalf("%+v rep %d: element %d = %v, the sum in order %v", s, rep, i, got.Data[i], want.Data[i])
 				}
 			}
 		}

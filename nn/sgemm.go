@@ -54,14 +54,16 @@ func useSgemm(m, n, k int) bool {
 
 // sgemm computes c = op(a)·op(b) + beta·c like [gemm] with alpha 1.
 func (s *sgemmScratch) sgemm(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, c []float32, ldc int) {
-	s.sgemmBias(transA, transB, m, n, k, a, lda, b, ldb, beta, nil, c, ldc)
+	s.sgemmBias(transA, transB, m, n, k, a, lda, b, ldb, beta, nil, false, c, ldc)
 }
 
 // sgemmBias is sgemm that also adds bias, an n-element row, to every row
-// of c when bias is not nil (then beta must be 0). The kernels add it to
-// their sums as they would add c, so the result has the bits of a product
-// with beta 1 onto rows filled with the bias, without that fill.
-func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, bias []float32, c []float32, ldc int) {
+// of c when bias is not nil (then beta must be 0), and then, if relu,
+// replaces every element x of c by max(x, 0) (Go's max). The kernels add
+// the bias to their sums as they would add c, so the result has the bits
+// of a product with beta 1 onto rows filled with the bias, without that
+// fill; the ReLU is applied as they store.
+func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, lda int, b []float32, ldb int, beta float32, bias []float32, relu bool, c []float32, ldc int) {
 	if bias != nil && beta != 0 {
 		panic("nn: sgemm with a bias and beta != 0")
 	}
@@ -89,10 +91,11 @@ func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, 
 		var add sgemmAdd // what the depth block's sums are added to
 		switch {
 		case beta == 1 || p0 > 0:
-			add = sgemmAdd{c, ldc}
+			add = sgemmAdd{base: c, ld: ldc}
 		case bias != nil:
-			add = sgemmAdd{bias, 0}
+			add = sgemmAdd{base: bias}
 		}
+		add.relu = relu && p0+kb == k // on the last depth block's sums
 		if workers == 1 {
 			sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, add)
 			continue
@@ -121,10 +124,11 @@ func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p
 
 // sgemmAdd is what the sums of a depth block are added to: row i of a
 // tile adds base[i*ld:], so c itself (ld = ldc) or one row for all (ld 0);
-// a nil base adds nothing.
+// a nil base adds nothing. With relu the stored values are max(·, 0).
 type sgemmAdd struct {
 	base []float32
 	ld   int
+	relu bool
 }
 
 // at returns the kernels' pointer to the addend of the tile at (i, j),
@@ -172,7 +176,7 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 		if rows12 {
 			for ; j+2*nr <= n; j += 2 * nr {
 				_ = c[(i+2*mr-1)*ldc+j+2*nr-1]
-				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
+				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)
 			}
 			zdone = j
 		}
@@ -181,12 +185,12 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 			for ; j+2*nr <= n; j += 2 * nr {
 				if rows == mr {
 					_ = c[(i+mr-1)*ldc+j+2*nr-1]
-					sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
+					sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)
 					continue
 				}
 				// The last rows of A, copied and padded with zero rows:
 				// the tile goes to a buffer, and its rows to c.
-				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &tile[0], 2*nr, nil, 0)
+				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &tile[0], 2*nr, nil, 0, false)
 				storeTile(c, ldc, i, j, rows, 2*nr, tile[:], 2*nr, add)
 			}
 		}
@@ -195,10 +199,10 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 			bp := bpack[j*kb : (j+nr)*kb]
 			if rows == mr && cols == nr {
 				_ = c[(i+mr-1)*ldc+j+nr-1] // the kernel writes this far
-				sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &c[i*ldc+j], ldc, add.at(i, j), add.ld)
+				sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)
 				continue
 			}
-			sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &tile[0], nr, nil, 0)
+			sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &tile[0], nr, nil, 0, false)
 			storeTile(c, ldc, i, j, rows, cols, tile[:], nr, add)
 		}
 	}
@@ -215,6 +219,11 @@ func storeTile(c []float32, ldc, i, j, rows, cols int, tile []float32, ld int, a
 			addVec(dst, src, add.base[at:at+cols])
 		} else {
 			copy(dst, src)
+		}
+		if add.relu {
+			for q, v := range dst {
+				dst[q] = max(v, 0)
+			}
 		}
 	}
 }

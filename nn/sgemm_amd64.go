@@ -16,17 +16,17 @@ var haveSgemmZ = haveSgemmKernel && cpu.X86.HasAVX512F
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 
 // sgemmKernel6x32Z is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 
 // sgemmKernel12x32Z is implemented in sgemm_amd64.s.
 //
 //go:noescape
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 
 // addAVX sets dst[i] = a[i] + b[i] for n, a multiple of 8, elements;
 // sgemm_amd64.s.
@@ -39,6 +39,12 @@ func addAVX(dst, a, b *float32, n int)
 //
 //go:noescape
 func addPairAVX(dst, b, c *float32, n int)
+
+// addReluAVX sets dst[i] = max(dst[i] + src[i], 0), as Go's max, for n,
+// a multiple of 8, elements; sgemm_amd64.s.
+//
+//go:noescape
+func addReluAVX(dst, src *float32, n int)
 
 // axpyAVX adds a·x to y for n, a multiple of 8, elements; it is implemented
 // in sgemm_amd64.s and runs where haveSgemmKernel is true.

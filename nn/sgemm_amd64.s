@@ -2,18 +2,19 @@
 
 #include "textflag.h"
 
-// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 //
 // c[0:6, 0:16] (row stride ldc) = Σ_p a[r*lda+p*step]·b[p*16+j] + add[r*ldadd+j]
 // (nothing added where add is nil; the add is after the sum, so it can be
-// c itself, ldadd = ldc, or one bias row for all, ldadd = 0):
+// c itself, ldadd = ldc, or one bias row for all, ldadd = 0), then, if
+// relu, max(·, 0) with Go's semantics (RELU below):
 // a is six rows of A read in place (row stride lda, step between
 // consecutive elements of a row: 1 for a row-major A, the leading
 // dimension for a transposed one, whose six rows are then six adjacent
 // columns), b a packed 16-column panel of B, k deep. Y0-Y11 hold the 6×16
 // tile, Y12-Y13 a row of b, Y14-Y15 the broadcast elements of a. k must
 // be at least 1.
-TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-72
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-73
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -90,6 +91,36 @@ loop:
 	VADDPS 32(R9), Y11, Y11
 
 store:
+	MOVBLZX relu+72(FP), AX
+	TESTQ AX, AX
+	JZ stores
+	VXORPS Y14, Y14, Y14
+	VMAXPS Y0, Y14, Y0
+	VADDPS Y14, Y0, Y0
+	VMAXPS Y1, Y14, Y1
+	VADDPS Y14, Y1, Y1
+	VMAXPS Y2, Y14, Y2
+	VADDPS Y14, Y2, Y2
+	VMAXPS Y3, Y14, Y3
+	VADDPS Y14, Y3, Y3
+	VMAXPS Y4, Y14, Y4
+	VADDPS Y14, Y4, Y4
+	VMAXPS Y5, Y14, Y5
+	VADDPS Y14, Y5, Y5
+	VMAXPS Y6, Y14, Y6
+	VADDPS Y14, Y6, Y6
+	VMAXPS Y7, Y14, Y7
+	VADDPS Y14, Y7, Y7
+	VMAXPS Y8, Y14, Y8
+	VADDPS Y14, Y8, Y8
+	VMAXPS Y9, Y14, Y9
+	VADDPS Y14, Y9, Y9
+	VMAXPS Y10, Y14, Y10
+	VADDPS Y14, Y10, Y10
+	VMAXPS Y11, Y14, Y11
+	VADDPS Y14, Y11, Y11
+
+stores:
 	VMOVUPS Y0, (DX)
 	VMOVUPS Y1, 32(DX)
 	ADDQ R8, DX
@@ -109,6 +140,11 @@ store:
 	VMOVUPS Y11, 32(DX)
 	VZEROUPPER
 	RET
+
+// The kernels' ReLU, x → max(x, 0) as Go's max computes it, is VMAXPS x,
+// zero, x (Intel's src1 = zero, src2 = x: zero where 0 > x, else x, so a
+// NaN x stays itself) then x + 0, which turns −0 into +0 and leaves every
+// other value as it is.
 
 // func axpyAVX(y *float32, a float32, x *float32, n int)
 //
@@ -555,7 +591,7 @@ pr16done:
 	VZEROUPPER
 	RET
 
-// func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+// func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 //
 // sgemmKernel6x16 twice as wide, in AVX-512 registers: c[0:6, 0:32] =
 // Σ_p a[r*lda+p*step]·b[...] + add[r*ldadd+j], where b holds two packed
@@ -564,7 +600,7 @@ pr16done:
 // same order, then the same add, so the bits equal those of two
 // sgemmKernel6x16 calls. Z0-Z11 hold the 6×32 tile, Z12-Z13 a row of the
 // two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
-TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-72
+TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-73
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -645,6 +681,36 @@ loopz:
 	VADDPS 64(R9), Z11, Z11
 
 storez:
+	MOVBLZX relu+72(FP), AX
+	TESTQ AX, AX
+	JZ storezs
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z0, Z14, Z0
+	VADDPS Z14, Z0, Z0
+	VMAXPS Z1, Z14, Z1
+	VADDPS Z14, Z1, Z1
+	VMAXPS Z2, Z14, Z2
+	VADDPS Z14, Z2, Z2
+	VMAXPS Z3, Z14, Z3
+	VADDPS Z14, Z3, Z3
+	VMAXPS Z4, Z14, Z4
+	VADDPS Z14, Z4, Z4
+	VMAXPS Z5, Z14, Z5
+	VADDPS Z14, Z5, Z5
+	VMAXPS Z6, Z14, Z6
+	VADDPS Z14, Z6, Z6
+	VMAXPS Z7, Z14, Z7
+	VADDPS Z14, Z7, Z7
+	VMAXPS Z8, Z14, Z8
+	VADDPS Z14, Z8, Z8
+	VMAXPS Z9, Z14, Z9
+	VADDPS Z14, Z9, Z9
+	VMAXPS Z10, Z14, Z10
+	VADDPS Z14, Z10, Z10
+	VMAXPS Z11, Z14, Z11
+	VADDPS Z14, Z11, Z11
+
+storezs:
 	VMOVUPS Z0, (DX)
 	VMOVUPS Z1, 64(DX)
 	ADDQ R8, DX
@@ -665,11 +731,11 @@ storez:
 	VZEROUPPER
 	RET
 
-// func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int)
+// func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 //
 // sgemmKernel6x32Z for twelve rows: Z0-Z23 hold the 12×32 tile, Z24-Z25 a
 // row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
-TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-72
+TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-73
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -804,6 +870,60 @@ loopz12:
 	VADDPS 64(R9), Z23, Z23
 
 storez12:
+	MOVBLZX relu+72(FP), AX
+	TESTQ AX, AX
+	JZ storez12s
+	VPXORD Z26, Z26, Z26
+	VMAXPS Z0, Z26, Z0
+	VADDPS Z26, Z0, Z0
+	VMAXPS Z1, Z26, Z1
+	VADDPS Z26, Z1, Z1
+	VMAXPS Z2, Z26, Z2
+	VADDPS Z26, Z2, Z2
+	VMAXPS Z3, Z26, Z3
+	VADDPS Z26, Z3, Z3
+	VMAXPS Z4, Z26, Z4
+	VADDPS Z26, Z4, Z4
+	VMAXPS Z5, Z26, Z5
+	VADDPS Z26, Z5, Z5
+	VMAXPS Z6, Z26, Z6
+	VADDPS Z26, Z6, Z6
+	VMAXPS Z7, Z26, Z7
+	VADDPS Z26, Z7, Z7
+	VMAXPS Z8, Z26, Z8
+	VADDPS Z26, Z8, Z8
+	VMAXPS Z9, Z26, Z9
+	VADDPS Z26, Z9, Z9
+	VMAXPS Z10, Z26, Z10
+	VADDPS Z26, Z10, Z10
+	VMAXPS Z11, Z26, Z11
+	VADDPS Z26, Z11, Z11
+	VMAXPS Z12, Z26, Z12
+	VADDPS Z26, Z12, Z12
+	VMAXPS Z13, Z26, Z13
+	VADDPS Z26, Z13, Z13
+	VMAXPS Z14, Z26, Z14
+	VADDPS Z26, Z14, Z14
+	VMAXPS Z15, Z26, Z15
+	VADDPS Z26, Z15, Z15
+	VMAXPS Z16, Z26, Z16
+	VADDPS Z26, Z16, Z16
+	VMAXPS Z17, Z26, Z17
+	VADDPS Z26, Z17, Z17
+	VMAXPS Z18, Z26, Z18
+	VADDPS Z26, Z18, Z18
+	VMAXPS Z19, Z26, Z19
+	VADDPS Z26, Z19, Z19
+	VMAXPS Z20, Z26, Z20
+	VADDPS Z26, Z20, Z20
+	VMAXPS Z21, Z26, Z21
+	VADDPS Z26, Z21, Z21
+	VMAXPS Z22, Z26, Z22
+	VADDPS Z26, Z22, Z22
+	VMAXPS Z23, Z26, Z23
+	VADDPS Z26, Z23, Z23
+
+storez12s:
 	VMOVUPS Z0, (DX)
 	VMOVUPS Z1, 64(DX)
 	ADDQ R8, DX
@@ -930,5 +1050,56 @@ pair8:
 	SUBQ $8, CX
 	JMP pair8
 pairdone:
+	VZEROUPPER
+	RET
+
+// func addReluAVX(dst, src *float32, n int)
+//
+// dst[i] = max(dst[i] + src[i], 0) (Go's max) for n a multiple of 8.
+TEXT ·addReluAVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+ar32:
+	CMPQ CX, $32
+	JLT ar8
+	VMOVUPS 0(DI), Y0
+	VMOVUPS 32(DI), Y1
+	VMOVUPS 64(DI), Y2
+	VMOVUPS 96(DI), Y3
+	VADDPS 0(SI), Y0, Y0
+	VADDPS 32(SI), Y1, Y1
+	VADDPS 64(SI), Y2, Y2
+	VADDPS 96(SI), Y3, Y3
+	VMAXPS Y0, Y15, Y0
+	VMAXPS Y1, Y15, Y1
+	VMAXPS Y2, Y15, Y2
+	VMAXPS Y3, Y15, Y3
+	VADDPS Y15, Y0, Y0
+	VADDPS Y15, Y1, Y1
+	VADDPS Y15, Y2, Y2
+	VADDPS Y15, Y3, Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP ar32
+ar8:
+	CMPQ CX, $8
+	JLT ardone
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMAXPS Y0, Y15, Y0
+	VADDPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP ar8
+ardone:
 	VZEROUPPER
 	RET

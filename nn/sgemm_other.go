@@ -9,15 +9,15 @@ const (
 	haveSgemmZ      = false
 )
 
-func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
+func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
 	panic("nn: sgemmKernel6x16 without the assembly kernel")
 }
 
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
 	panic("nn: sgemmKernel6x32Z without the assembly kernel")
 }
 
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int) {
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
 	panic("nn: sgemmKernel12x32Z without the assembly kernel")
 }
 
@@ -27,6 +27,10 @@ func addAVX(dst, a, b *float32, n int) {
 
 func addPairAVX(dst, b, c *float32, n int) {
 	panic("nn: addPairAVX without the assembly kernel")
+}
+
+func addReluAVX(dst, src *float32, n int) {
+	panic("nn: addReluAVX without the assembly kernel")
 }
 
 func axpyAVX(y *float32, a float32, x *float32, n int) {

@@ -343,29 +343,61 @@ func TestSgemmTransposedInPlace(t *testing.T) {
 // TestSgemmBias: a product that adds a bias row as the kernels store
 // (sgemmBias, Affine's path) gives the bits of a product with beta 1 onto
 // rows filled with the bias, on shapes with partial tiles, several depth
-// blocks and both transposes of A.
+// blocks and both transposes of A; with relu, those of max(·, 0) after it,
+// also for NaN, ±0 and ±∞ among the inputs and on a product onto c.
 func TestSgemmBias(t *testing.T) {
 	if !haveSgemmKernel {
 		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(61, 62))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
 	for _, s := range []struct{ m, n, k int }{{4, 5, 3}, {6, 16, 1}, {12, 64, 64}, {13, 40, 300}, {31, 100, 7}, {64, 33, 513}} {
 		for _, tA := range []bool{false, true} {
-			ar, ac := s.m, s.k
-			if tA {
-				ar, ac = s.k, s.m
-			}
-			a, b, bias := randSlice(rng, ar*ac), randSlice(rng, s.k*s.n), randSlice(rng, s.n)
-			var sc sgemmScratch
-			want := make([]float32, s.m*s.n)
-			fillRows(want, bias)
-			sc.sgemm(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 1, want, s.n)
-			got := randSlice(rng, s.m*s.n) // every element is written
-			sc.sgemmBias(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 0, bias, got, s.n)
-			for i := range want {
-				if math.Float32bits(want[i]) != math.Float32bits(got[i]) {
-					t.Fatalf("m=%d n=%d k=%d tA=%v: c[%d] = %v with the bias in the kernel, %v from filled rows",
-						s.m, s.n, s.k, tA, i, got[i], want[i])
+			for _, relu := range []bool{false, true} {
+				ar, ac := s.m, s.k
+				if tA {
+					ar, ac = s.k, s.m
+				}
+				a, b, bias := randSlice(rng, ar*ac), randSlice(rng, s.k*s.n), randSlice(rng, s.n)
+				if relu {
+					for i := range a {
+						if rng.IntN(50) == 0 {
+							a[i] = special[rng.IntN(len(special))]
+						}
+					}
+					bias[0] = float32(math.Copysign(0, -1))
+				}
+				var sc sgemmScratch
+				want := make([]float32, s.m*s.n)
+				fillRows(want, bias)
+				sc.sgemm(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 1, want, s.n)
+				base := slices.Clone(want) // c for the product onto c below
+				onto := slices.Clone(base)
+				if relu {
+					for i, v := range want {
+						want[i] = max(v, 0)
+					}
+				}
+				got := randSlice(rng, s.m*s.n) // every element is written
+				sc.sgemmBias(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 0, bias, relu, got, s.n)
+				for i := range want {
+					if !same(want[i], got[i]) {
+						t.Fatalf("m=%d n=%d k=%d tA=%v relu=%v: c[%d] = %v with the bias in the kernel, %v from filled rows",
+							s.m, s.n, s.k, tA, relu, i, got[i], want[i])
+					}
+				}
+				if !relu {
+					continue
+				}
+				// Onto c, beta 1, ReLU: the same as sgemm then max.
+				sc.sgemm(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 1, onto, s.n)
+				got2 := slices.Clone(base)
+				sc.sgemmBias(tA, false, s.m, s.n, s.k, a, ac, b, s.n, 1, nil, true, got2, s.n)
+				for i := range onto {
+					if w := max(onto[i], 0); !same(w, got2[i]) {
+						t.Fatalf("m=%d n=%d k=%d tA=%v onto c: c[%d] = %v, want %v", s.m, s.n, s.k, tA, i, got2[i], w)
+					}
 				}
 			}
 		}
