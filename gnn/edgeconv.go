@@ -91,22 +91,25 @@ func (l *EdgeConv[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T
 	in, hid := l.In, first.W.Shape[1]
 	w1 := tp.Slice(first.W, 0, 0, in)
 	w2 := tp.Slice(first.W, 0, in, 2*in)
-	p := tp.MatMul(xDst, tp.Sub(w1, w2), false, false) // (W_1 − W_2)·x_i per destination
-	q := tp.MatMul(xSrc, w2, false, false)             // W_2·x_j per source
-	// Every edge's first-layer output p_i + q_j + W_3·e_ij + b is one row
-	// of a sparse product with the stacked rows z = [p; q; W_3; b]: an
-	// edge's row has weight 1 on p_i, q_j and b and the edge's features on
-	// W_3's rows. One SpMM pass gathers and adds it all, without edge-sized
-	// intermediates for the two gathers, the edge-feature product (whose
-	// inner dimension of a few features the BLAS handles poorly) and the
-	// bias.
-	// (Stacked from the small end, so that each of p's and q's rows is
-	// copied once and p's once more.)
-	z := l.biasRow(first.B, hid)
-	if l.EdgeDim > 0 {
-		z = tp.Concat(tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim), z, 0)
+	// Every edge's first-layer output p_i + q_j + W_3·e_ij + b, with
+	// p = (W_1 − W_2)·x_i per destination and q = W_2·x_j per source, is
+	// one row of a sparse product with the stacked rows z = [p; q; W_3; b]:
+	// an edge's row has weight 1 on p_i, q_j and b and the edge's features
+	// on W_3's rows. One SpMM pass gathers and adds it all, without
+	// edge-sized intermediates for the two gathers, the edge-feature
+	// product (whose inner dimension of a few features the BLAS handles
+	// poorly) and the bias. p and q are computed into z's rows.
+	terms := [4]nn.Term[T]{
+		{X: xDst, W: tp.Sub(w1, w2)},
+		{X: xSrc, W: w2},
 	}
-	z = tp.Concat(p, tp.Concat(q, z, 0), 0)
+	nt := 2
+	if l.EdgeDim > 0 {
+		terms[nt] = nn.Term[T]{X: tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim)}
+		nt++
+	}
+	terms[nt] = nn.Term[T]{X: l.biasRow(first.B, hid)}
+	z := tp.StackTerms(terms[:nt+1]...)
 	if len(l.MLP.Layers) == 1 {
 		// With one linear layer, p_i + b is the same in all of node i's
 		// messages, so it leaves the aggregation: max_j(p_i + b + u_ij) =

@@ -209,6 +209,13 @@ func testGradients(t *testing.T) {
 		add("SumTerms/tanh", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.SumTerms(ActTanh, in[2], Term[float64]{X: in[0], W: in[1]})
 		}, tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
+		// Products and plain rows stacked; in[2] both a weight and
+		// stacked rows, in[0] twice.
+		add("StackTerms", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.StackTerms(Term[float64]{X: in[0], W: in[2]}, Term[float64]{X: in[1]}, Term[float64]{X: in[2]},
+				Term[float64]{X: in[0], W: in[2]}, Term[float64]{X: in[3], W: in[4]})
+		}, tn(randn(rng, m*n), m, n), tn(randn(rng, (m+1)*n), m+1, n), tn(randn(rng, n*n), n, n),
+			tn(randn(rng, k*(k+1)), k, k+1), tn(randn(rng, (k+1)*n), k+1, n))
 		add("Scale", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Scale(in[0], -2.5) },
 			tn(randn(rng, m*n), m, n))
 		add("Clip", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] { return tp.Clip(in[0], -0.5, 0.7) },

@@ -284,9 +284,14 @@ func backAddN[T Float](n *node[T]) {
 	}
 }
 
-func (tp *Tape[T]) backMatMul(n *node[T]) {
+func (tp *Tape[T]) backMatMul(n *node[T]) { tp.backProduct(n, n.out.Grad) }
+
+// backProduct gives the operands of the product n.a·n.b (transposed as
+// n.t0, n.t1 say; m×k times k×n as n.i0, n.i2, n.i1) their gradients
+// from g, the product's.
+func (tp *Tape[T]) backProduct(n *node[T], g []T) {
 	gemm := tp.scratch.gemm
-	a, b, g := n.a, n.b, n.out.Grad
+	a, b := n.a, n.b
 	m, nn, k := n.i0, n.i1, n.i2
 	lda, ldb := a.Shape[1], b.Shape[1]
 	if ga, fresh := gradFor(a); ga != nil {
@@ -830,6 +835,62 @@ func (tp *Tape[T]) Concat(a, b *Tensor[T], axis int) *Tensor[T] {
 	}
 	tp.record(node[T]{op: opConcat, out: out, a: a, b: b, i0: axis})
 	return out
+}
+
+// StackTerms returns the rows of its terms stacked, the first term's rows
+// first: a term is X·W when W is not nil, else X, and all have the same
+// number of columns. It is Concat of products without the copies: each
+// product is computed into its rows of the result, and in the backward
+// pass takes its gradient from them.
+func (tp *Tape[T]) StackTerms(terms ...Term[T]) *Tensor[T] {
+	if len(terms) == 0 {
+		panic("nn: StackTerms of nothing")
+	}
+	rows, n := 0, -1
+	rg := false
+	for i, tm := range terms {
+		checkRank("StackTerms", tm.X, 2)
+		c := tm.X.Shape[1]
+		if tm.W != nil {
+			checkRank("StackTerms", tm.W, 2)
+			if tm.W.Shape[0] != c {
+				panic(fmt.Sprintf("nn: StackTerms: term %d: inner dimensions differ: %v and %v", i, tm.X.Shape, tm.W.Shape))
+			}
+			c = tm.W.Shape[1]
+			rg = rg || tm.W.RequiresGrad
+		}
+		if n < 0 {
+			n = c
+		} else if c != n {
+			panic(fmt.Sprintf("nn: StackTerms: term %d has %d columns, term 0 %d", i, c, n))
+		}
+		rows += tm.X.Shape[0]
+		rg = rg || tm.X.RequiresGrad
+	}
+	out := tp.allocRaw(rg, rows, n)
+	r0 := 0
+	for _, tm := range terms {
+		m := tm.X.Shape[0]
+		dst := out.Data[r0*n : (r0+m)*n]
+		if tm.W != nil {
+			tp.scratch.product(m, n, tm.X.Shape[1], tm.X.Data, tm.W.Data, nil, false, false, dst)
+		} else {
+			copy(dst, tm.X.Data)
+		}
+		tp.record(node[T]{op: opStackTerm, out: out, a: tm.X, b: tm.W, i0: m, i1: n, i2: tm.X.Shape[1], i3: r0})
+		r0 += m
+	}
+	return out
+}
+
+// backStackTerm gives one term of StackTerms its gradient from its rows.
+func (tp *Tape[T]) backStackTerm(n *node[T]) {
+	g := n.out.Grad[n.i3*n.i1 : (n.i3+n.i0)*n.i1]
+	if n.b != nil {
+		tp.backProduct(n, g)
+	} else if gx, fresh := gradFor(n.a); gx != nil {
+		accumulate(gx, g, fresh)
+	}
 }
 
 func backConcat[T Float](n *node[T]) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -322,6 +323,9 @@ func TestPanics(t *testing.T) {
 		"slice range":    func() { tp.Slice(a, 1, 2, 4) },
 		"conv weights":   func() { tp.Conv1D(Zeros[float64](1, 4, 2), Zeros[float64](3, 1), 2, false) },
 		"terms none":     func() { tp.SumTerms(ActIdentity, nil) },
+		"stack none":     func() { tp.StackTerms() },
+		"stack columns":  func() { tp.StackTerms(Term[float64]{X: a}, Term[float64]{X: Zeros[float64](2, 2)}) },
+		"stack inner":    func() { tp.StackTerms(Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
 		"terms shapes":   func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a}, Term[float64]{X: Zeros[float64](3, 2)}) },
 		"terms inner":    func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
 		"terms bias":     func() { tp.SumTerms(ActIdentity, Zeros[float64](2), Term[float64]{X: a}) },
@@ -422,6 +426,27 @@ func TestSumTermsBits(t *testing.T) {
 				if !same(got.Data[i], want.Data[i]) {
 					t.Fatalf("%+v rep %d: element %d = %v, the sum in order %v", s, rep, i, got.Data[i], want.Data[i])
 				}
+			}
+		}
+	}
+}
+
+// TestStackTermsBits: in float32, StackTerms gives the bits of the
+// products and rows it stacks, computed on their own and concatenated.
+func TestStackTermsBits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(81, 82))
+	f := func(r, c int) *Tensor[float32] { return NewTensor(randf32(rng, r*c), r, c) }
+	for _, s := range []struct{ m1, m2, k, n int }{{4, 3, 2, 5}, {37, 12, 64, 64}, {100, 64, 300, 70}} {
+		x1, x2, w, plain := f(s.m1, s.k), f(s.m2, s.k), f(s.k, s.n), f(3, s.n)
+		tp := NewTape[float32]()
+		got := tp.StackTerms(Term[float32]{X: x1, W: w}, Term[float32]{X: plain}, Term[float32]{X: x2, W: w})
+		want := tp.Concat(tp.MatMul(x1, w, false, false), tp.Concat(plain, tp.MatMul(x2, w, false, false), 0), 0)
+		if !slices.Equal(got.Shape, want.Shape) {
+			t.Fatalf("%+v: shape %v, want %v", s, got.Shape, want.Shape)
+		}
+		for i := range want.Data {
+			if math.Float32bits(got.Data[i]) != math.Float32bits(want.Data[i]) {
+				t.Fatalf("%+v: element %d = %v, stacked products %v", s, i, got.Data[i], want.Data[i])
 			}
 		}
 	}

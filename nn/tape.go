@@ -174,6 +174,7 @@ const (
 	opAffine
 	opAddN
 	opSumTerm
+	opStackTerm
 	opScale
 	opClip
 	opUnary
@@ -216,7 +217,7 @@ type node[T Float] struct {
 	arg     []int32 // tape-owned argmax of SpMMSegmentMax
 	mask    []bool
 	i0, i1  int
-	i2      int
+	i2, i3  int
 	f0, f1  float64
 	t0, t1  bool
 	unary   unaryKind
@@ -240,6 +241,8 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		backAddN(n)
 	case opSumTerm:
 		tp.backSumTerm(n)
+	case opStackTerm:
+		tp.backStackTerm(n)
 	case opScale:
 		backScale(n)
 	case opClip:
