@@ -3,23 +3,20 @@
 package nn
 
 // With the openblas build tag, matrix products go to OpenBLAS through
-// gonum's netlib binding instead of gonum's pure-Go BLAS. Only the
-// implementation changes: gemm stays the single entry point. Building needs
-// cgo and libopenblas-dev (apt-get install libopenblas-dev):
+// gonum's netlib binding (set up by the internal/openblas package, since a
+// package with assembly cannot use cgo) instead of sgemm's kernel and
+// gonum's pure-Go BLAS. Only the products change: gemm stays the single
+// entry point, and the other AVX2 kernels still run. Building needs cgo and
+// libopenblas-dev (apt-get install libopenblas-dev):
 //
 //	go test -tags openblas ./nn/
 
-// #cgo LDFLAGS: -lopenblas
-import "C"
+import _ "github.com/tegrl/tegrl/nn/internal/openblas"
 
-import (
-	"gonum.org/v1/gonum/blas/blas32"
-	"gonum.org/v1/gonum/blas/blas64"
-	"gonum.org/v1/netlib/blas/netlib"
-)
+// openblasBuild routes float32 products to OpenBLAS rather than sgemm's
+// kernel.
+const openblasBuild = true
 
 func init() {
 	nativeBLAS = false
-	blas32.Use(netlib.Implementation{})
-	blas64.Use(netlib.Implementation{})
 }

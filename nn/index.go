@@ -183,7 +183,7 @@ func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
 	}
 	m.counts[s]++
 	j := 0
-	if unsafe.Sizeof(row[0]) == 4 && haveSgemmKernel && len(row) >= 8 {
+	if unsafe.Sizeof(row[0]) == 4 && haveAVX2 && len(row) >= 8 {
 		j = len(row) &^ 7
 		maxArgAVX(&as32(or)[0], &ar[0], &as32(row)[0], j, int32(e))
 	}
@@ -201,7 +201,7 @@ func (m *segMax[T]) add(s int, row []T) {
 	or := m.out[s*m.stride : (s+1)*m.stride]
 	or = or[:len(row)]
 	j := 0
-	if unsafe.Sizeof(row[0]) == 4 && haveSgemmKernel && len(row) >= 8 {
+	if unsafe.Sizeof(row[0]) == 4 && haveAVX2 && len(row) >= 8 {
 		// Eight lanes per step, with max's NaN and signed-zero rules.
 		j = len(row) &^ 7
 		maxAVX(&as32(or)[0], &as32(row)[0], j)

@@ -224,7 +224,7 @@ func reluVec[T Float](x []T) {
 func addRelu[T Float](dst, src []T) {
 	src = src[:len(dst)]
 	j := 0
-	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+	if unsafe.Sizeof(dst[0]) == 4 && haveAVX2 && len(dst) >= 8 {
 		j = len(dst) &^ 7
 		addReluAVX(&as32(dst)[0], &as32(src)[0], j)
 	}
@@ -560,7 +560,7 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 	switch k {
 	case unaryReLU:
 		i := 0
-		if unsafe.Sizeof(x.Data[0]) == 4 && haveSgemmKernel && len(y) >= 8 {
+		if unsafe.Sizeof(x.Data[0]) == 4 && haveAVX2 && len(y) >= 8 {
 			i = len(y) &^ 7
 			reluAVX(&as32(y)[0], &as32(x.Data)[0], i)
 		}
@@ -615,7 +615,7 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 func reluGrad32(dst, x, g []float32) {
 	x, dst = x[:len(g)], dst[:len(g)]
 	i0 := 0
-	if haveSgemmKernel && len(g) >= 8 {
+	if haveAVX2 && len(g) >= 8 {
 		i0 = len(g) &^ 7 // the same mask, eight lanes at a time
 		reluGradAVX(&dst[0], &x[0], &g[0], i0)
 	}
@@ -934,7 +934,7 @@ func addTo[T Float](dst, src []T) {
 func addVec[T Float](dst, a, b []T) {
 	a, b = a[:len(dst)], b[:len(dst)]
 	j := 0
-	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+	if unsafe.Sizeof(dst[0]) == 4 && haveAVX2 && len(dst) >= 8 {
 		j = len(dst) &^ 7
 		addAVX(&as32(dst)[0], &as32(a)[0], &as32(b)[0], j)
 	}
@@ -947,7 +947,7 @@ func addVec[T Float](dst, a, b []T) {
 func addPair[T Float](dst, b, c []T) {
 	b, c = b[:len(dst)], c[:len(dst)]
 	j := 0
-	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && len(dst) >= 8 {
+	if unsafe.Sizeof(dst[0]) == 4 && haveAVX2 && len(dst) >= 8 {
 		j = len(dst) &^ 7
 		addPairAVX(&as32(dst)[0], &as32(b)[0], &as32(c)[0], j)
 	}

@@ -129,7 +129,7 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 func spmmRow[T Float](dst []T, from, to int, idx []int, w []T, x []T, stride int) {
 	dst = dst[:stride]
 	j := 0
-	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmKernel && stride >= 8 {
+	if unsafe.Sizeof(dst[0]) == 4 && haveAVX2 && stride >= 8 {
 		j = stride &^ 7
 		ip, wp := csrRange(idx, w, from, to)
 		spmmRowAVX(&as32(dst)[0], unsafe.SliceData(as32(x)), ip, wp, to-from, stride, j)
@@ -190,7 +190,7 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 	match := tp.allocInts(stride)
 	lanes := 0 // columns routed eight at a time, under a mask
 	var mask []float32
-	if unsafe.Sizeof(ga[0]) == 4 && haveSgemmKernel {
+	if unsafe.Sizeof(ga[0]) == 4 && haveAVX2 {
 		lanes = stride &^ 7
 		mask = as32(tp.allocRaw(false, lanes).Data)
 	}
@@ -241,7 +241,7 @@ func backSpMM[T Float](n *node[T]) {
 	g := n.out.Grad
 	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
 	lanes := 0 // columns scattered by spmmScatterAVX, a row of g in registers
-	if unsafe.Sizeof(g[0]) == 4 && haveSgemmKernel && stride >= 8 {
+	if unsafe.Sizeof(g[0]) == 4 && haveAVX2 && stride >= 8 {
 		lanes = stride &^ 7
 	}
 	for i := 0; i+1 < len(ptr); i++ {
@@ -266,7 +266,7 @@ func backSpMM[T Float](n *node[T]) {
 func axpy[T Float](y []T, a T, x []T) {
 	y = y[:len(x)]
 	j := 0
-	if unsafe.Sizeof(a) == 4 && haveSgemmKernel && len(x) >= 8 {
+	if unsafe.Sizeof(a) == 4 && haveAVX2 && len(x) >= 8 {
 		// Eight lanes per AVX multiply-add: 64-element rows in 2 steps.
 		j = len(x) &^ 7
 		axpyAVX(&as32(y)[0], float32(a), &as32(x)[0], j)

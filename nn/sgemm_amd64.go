@@ -1,11 +1,16 @@
-//go:build amd64 && !openblas && !purego
+//go:build amd64 && !purego
 
 package nn
 
 import "golang.org/x/sys/cpu"
 
-// haveSgemmKernel is true where the AVX2/FMA kernel of sgemm can run.
-var haveSgemmKernel = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
+// haveAVX2 is true where the AVX2/FMA kernels of this file can run: the
+// sparse products, ReLU, maxima and additions use them in every build.
+var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
+
+// haveSgemmKernel is true where float32 products go to sgemm's AVX2/FMA
+// kernel: not in the openblas build, whose products go to OpenBLAS.
+var haveSgemmKernel = haveAVX2 && !openblasBuild
 
 // haveSgemmZ is true where sgemm can also use the AVX-512 kernel
 // (sgemmKernel6x32Z), which does twice the work per instruction and gives
@@ -47,7 +52,7 @@ func addPairAVX(dst, b, c *float32, n int)
 func addReluAVX(dst, src *float32, n int)
 
 // axpyAVX adds a·x to y for n, a multiple of 8, elements; it is implemented
-// in sgemm_amd64.s and runs where haveSgemmKernel is true.
+// in sgemm_amd64.s and runs where haveAVX2 is true.
 //
 //go:noescape
 func axpyAVX(y *float32, a float32, x *float32, n int)

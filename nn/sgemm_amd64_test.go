@@ -1,4 +1,4 @@
-//go:build amd64 && !openblas && !purego
+//go:build amd64 && !purego
 
 package nn
 
@@ -15,10 +15,10 @@ import (
 // widths with and without a tail, weights, ties, repeated neighbours,
 // empty segments, and messages that are NaN, ±0 or ±∞.
 func TestSpMMSegmentMaxLanes(t *testing.T) {
-	if !haveSgemmKernel {
+	if !haveAVX2 {
 		t.Skip("no AVX2/FMA on this CPU")
 	}
-	defer func(h bool) { haveSgemmKernel = h }(haveSgemmKernel)
+	defer func(h bool) { haveAVX2 = h }(haveAVX2)
 	rng := rand.New(rand.NewPCG(21, 22))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	for _, d := range []int{7, 8, 20, 64, 70} {
@@ -49,13 +49,13 @@ func TestSpMMSegmentMaxLanes(t *testing.T) {
 				r[i] = float32(rng.NormFloat64())
 			}
 			run := func(avx bool) (out, grad []float32) {
-				haveSgemmKernel = true // the same forward pass for both
+				haveAVX2 = true // the same forward pass for both
 				x := NewTensor(slices.Clone(xs), n, d)
 				x.RequiresGrad, x.Grad = true, make([]float32, len(xs))
 				tp := NewTape[float32]()
 				y := tp.SpMMSegmentMax(ptr, idx, w, x, seg, nseg)
 				loss := tp.SumAll(tp.Mul(y, NewTensor(r, nseg, d)))
-				haveSgemmKernel = avx
+				haveAVX2 = avx
 				tp.Backward(loss)
 				return slices.Clone(y.Data), slices.Clone(x.Grad)
 			}
@@ -85,7 +85,7 @@ func TestSpMMSegmentMaxLanes(t *testing.T) {
 // kernels' 8 and 64 columns, with and without weights, repeated and
 // absent neighbours, and values that are NaN, ±0 or ±∞.
 func TestSpMMRowKernels(t *testing.T) {
-	if !haveSgemmKernel {
+	if !haveAVX2 {
 		t.Skip("no AVX2/FMA on this CPU")
 	}
 	rng := rand.New(rand.NewPCG(31, 32))
@@ -195,10 +195,10 @@ func TestSgemmZ(t *testing.T) {
 // in place and not, on lengths below, at and between the kernels' 8 and
 // 32 lanes, with NaN, ±0 and ±∞ among the values.
 func TestAddLanes(t *testing.T) {
-	if !haveSgemmKernel {
+	if !haveAVX2 {
 		t.Skip("no AVX2/FMA on this CPU")
 	}
-	defer func(h bool) { haveSgemmKernel = h }(haveSgemmKernel)
+	defer func(h bool) { haveAVX2 = h }(haveAVX2)
 	rng := rand.New(rand.NewPCG(51, 52))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	vec := func(n int) []float32 {
@@ -221,7 +221,7 @@ func TestAddLanes(t *testing.T) {
 	for _, n := range []int{1, 7, 8, 9, 31, 32, 33, 64, 77, 200} {
 		a, b, c := vec(n), vec(n), vec(n)
 		run := func(avx bool) (sum, inPlace, pair []float32) {
-			haveSgemmKernel = avx
+			haveAVX2 = avx
 			sum = make([]float32, n)
 			addVec(sum, a, b)
 			inPlace = slices.Clone(a)

@@ -1,10 +1,12 @@
-//go:build !amd64 || openblas || purego
+//go:build !amd64 || purego
 
 package nn
 
-// Without the assembly kernel (other architectures, the openblas build, or
-// the purego tag) float32 products go to gonum's blas32.
+// Without the assembly kernels (other architectures, or the purego tag)
+// float32 products go to gonum's blas32 (or OpenBLAS), and the other
+// operations run their Go loops.
 const (
+	haveAVX2        = false
 	haveSgemmKernel = false
 	haveSgemmZ      = false
 )
