@@ -54,16 +54,21 @@
 // # BLAS
 //
 // Matrix products go through one function, gemm. The default build needs no
-// cgo: float32 products of four rows or more run the packed AVX2/FMA kernel
-// of sgemm.go (Go assembly, 6×16 register tiles; 5-6× gonum's pure-Go
-// Sgemm here) where the CPU has AVX2 and FMA; everything else (float64,
-// narrower products, other CPUs, the purego tag) goes to gonum's
-// blas32/blas64, whose kernels are about twice as fast for A·Bᵀ as for the
-// other transpose cases, so large products are rewritten into that form by
-// transposing operands into scratch buffers the tape keeps. Building with the
-// openblas tag (needs cgo and libopenblas-dev) installs gonum.org/v1/netlib's
-// OpenBLAS binding as the BLAS implementation for every product and turns
-// the kernel and the rewrite off; nothing else changes.
+// cgo: float32 products of four rows or more run the packed kernels of
+// sgemm.go (Go assembly: 6×16 register tiles in AVX2/FMA, 12×32 and 6×32
+// in AVX-512 where the CPU has it, with the same bits) where the CPU has
+// AVX2 and FMA; everything else (float64, narrower products, other CPUs,
+// the purego tag) goes to gonum's blas32/blas64, whose kernels are about
+// twice as fast for A·Bᵀ as for the other transpose cases, so large
+// products are rewritten into that form by transposing operands into
+// scratch buffers the tape keeps. The kernels add a bias row or the old
+// result and apply a ReLU as they store, which is how Affine and SumTerms
+// avoid passes of their own. Building with the openblas tag (needs cgo and
+// libopenblas-dev) installs gonum.org/v1/netlib's OpenBLAS binding (in the
+// internal/openblas package, since a package with assembly cannot use cgo)
+// as the BLAS implementation for every product and turns sgemm and the
+// rewrite off; the other AVX2 kernels (sparse products, ReLU, maxima,
+// additions) run in both builds.
 //
 // # Memory
 //
