@@ -73,9 +73,30 @@ func (tp *Tape[T]) backAffine(n *node[T]) {
 	addRows(gradOf(n.c), n.out.Grad)
 }
 
-// A Term is one summand of [Tape.SumTerms]: the product X·W when W is not
-// nil, else X itself.
+// A Term is one summand of [Tape.SumTerms] (or block of [Tape.StackTerms]):
+// the product X·W when W is not nil, else X itself.
 type Term[T Float] struct{ X, W *Tensor[T] }
+
+// shape returns the term's rows and columns, and panics, naming op and
+// term i, unless X (and W) are matrices whose product is defined.
+func (tm Term[T]) shape(op string, i int) (rows, cols int) {
+	checkRank(op, tm.X, 2)
+	rows, cols = tm.X.Shape[0], tm.X.Shape[1]
+	if tm.W != nil {
+		checkRank(op, tm.W, 2)
+		if tm.W.Shape[0] != cols {
+			panic(fmt.Sprintf("nn: %s: term %d: inner dimensions differ: %v and %v", op, i, tm.X.Shape, tm.W.Shape))
+		}
+		cols = tm.W.Shape[1]
+	}
+	return rows, cols
+}
+
+// requiresGrad reports whether the term's value depends on a tensor that
+// requires gradients.
+func (tm Term[T]) requiresGrad() bool {
+	return tm.X.RequiresGrad || tm.W != nil && tm.W.RequiresGrad
+}
 
 // SumTerms returns act(bias + Σ terms), every term [m, n] (a product's X
 // [m, k] and W [k, n]) and bias, unless nil, an n-element row added to
@@ -100,25 +121,16 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 	first, m, n := -1, -1, -1
 	rg := bias != nil && bias.RequiresGrad
 	for i, tm := range terms {
-		checkRank("SumTerms", tm.X, 2)
-		r, c := tm.X.Shape[0], tm.X.Shape[1]
-		if tm.W != nil {
-			checkRank("SumTerms", tm.W, 2)
-			if tm.W.Shape[0] != c {
-				panic(fmt.Sprintf("nn: SumTerms: term %d: inner dimensions differ: %v and %v", i, tm.X.Shape, tm.W.Shape))
-			}
-			c = tm.W.Shape[1]
-			rg = rg || tm.W.RequiresGrad
-			if first < 0 {
-				first = i
-			}
+		r, c := tm.shape("SumTerms", i)
+		if tm.W != nil && first < 0 {
+			first = i
 		}
 		if m < 0 {
 			m, n = r, c
 		} else if r != m || c != n {
 			panic(fmt.Sprintf("nn: SumTerms: term %d is %d×%d, term 0 %d×%d", i, r, c, m, n))
 		}
-		rg = rg || tm.X.RequiresGrad
+		rg = rg || tm.requiresGrad()
 	}
 	if bias != nil && len(bias.Data) != n {
 		panic(fmt.Sprintf("nn: SumTerms: bias shape %v does not match %d columns", bias.Shape, n))
@@ -849,23 +861,14 @@ func (tp *Tape[T]) StackTerms(terms ...Term[T]) *Tensor[T] {
 	rows, n := 0, -1
 	rg := false
 	for i, tm := range terms {
-		checkRank("StackTerms", tm.X, 2)
-		c := tm.X.Shape[1]
-		if tm.W != nil {
-			checkRank("StackTerms", tm.W, 2)
-			if tm.W.Shape[0] != c {
-				panic(fmt.Sprintf("nn: StackTerms: term %d: inner dimensions differ: %v and %v", i, tm.X.Shape, tm.W.Shape))
-			}
-			c = tm.W.Shape[1]
-			rg = rg || tm.W.RequiresGrad
-		}
+		r, c := tm.shape("StackTerms", i)
 		if n < 0 {
 			n = c
 		} else if c != n {
 			panic(fmt.Sprintf("nn: StackTerms: term %d has %d columns, term 0 %d", i, c, n))
 		}
-		rows += tm.X.Shape[0]
-		rg = rg || tm.X.RequiresGrad
+		rows += r
+		rg = rg || tm.requiresGrad()
 	}
 	out := tp.allocRaw(rg, rows, n)
 	r0 := 0

@@ -451,3 +451,39 @@ func TestStackTermsBits(t *testing.T) {
 		}
 	}
 }
+
+// TestSumTermsReLUGradBits: in float32, the gradients through SumTerms
+// with its fused ReLU (the mask applied to the result's gradient in
+// place, from the output) are the bits of those through SumTerms followed
+// by ReLU, for every input, the bias included.
+func TestSumTermsReLUGradBits(t *testing.T) {
+	const m, k, n = 37, 20, 70
+	run := func(fused bool) [][]float32 {
+		r := rand.New(rand.NewPCG(93, 94))
+		p := func(rows, cols int) *Tensor[float32] {
+			x := NewParam[float32](rows, cols)
+			copy(x.Data, randf32(r, rows*cols))
+			return x
+		}
+		x, w, plain, bias := p(m, k), p(k, n), p(m, n), NewParam[float32](n)
+		copy(bias.Data, randf32(r, n))
+		tp := NewTape[float32]()
+		terms := []Term[float32]{{X: x, W: w}, {X: plain}}
+		var y *Tensor[float32]
+		if fused {
+			y = tp.SumTerms(ActReLU, bias, terms...)
+		} else {
+			y = tp.ReLU(tp.SumTerms(ActIdentity, bias, terms...))
+		}
+		tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(randf32(r, m*n), m, n))))
+		return [][]float32{y.Data, x.Grad, w.Grad, plain.Grad, bias.Grad}
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		for j := range want[i] {
+			if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+				t.Fatalf("tensor %d element %d: fused %v, SumTerms then ReLU %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+}
