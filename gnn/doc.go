@@ -55,7 +55,10 @@
 // intermediate), SAGE multiplies on whichever side of an edge has fewer
 // rows, EdgeConv multiplies node rows rather than edge rows (its first
 // layer is linear in [x_i, x_j − x_i, e_ij]), and a heterogeneous layer
-// multiplies each type's root term once, not once per relation. Buffers
+// multiplies each type's root term once, not once per relation. A type's
+// terms are summed by [nn.Tape.SumTerms]: the products accumulate into
+// the one result and the activation is applied as it is stored, so no
+// term is kept on its own. Buffers
 // are reused from pass to pass: a warm forward and backward pass over a
 // graph of unchanged size allocates almost nothing. See docs/PERFORMANCE.md.
 package gnn
