@@ -29,7 +29,13 @@ func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 	checkCSR("SpMM", ptr, idx, w)
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, len(ptr)-1)
-	for i := 0; i+1 < len(ptr); i++ {
+	i := 0
+	if pairRows(x.Data, stride) {
+		for ; i+2 < len(ptr); i += 2 {
+			spmmPair(out.Data[i*stride:(i+1)*stride], out.Data[(i+1)*stride:(i+2)*stride], "SpMM", ptr, idx, w, x.Data, i, nrow, stride)
+		}
+	}
+	for ; i+1 < len(ptr); i++ {
 		from, to := csrRow("SpMM", ptr, idx, i, nrow)
 		spmmRow(out.Data[i*stride:(i+1)*stride], from, to, idx, w, x.Data, stride)
 	}
@@ -102,24 +108,59 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	}
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
-	msg := tp.alloc(false, stride).Data
+	msg := tp.alloc(false, 2*stride).Data
 	m := tp.segmentMaxer(out.Data, nseg, stride)
 	var arg []int32
 	if out.RequiresGrad {
 		arg = tp.allocInt32s(len(out.Data))
 	}
-	for e, s := range seg {
-		from, to := csrRow("SpMMSegmentMax", ptr, idx, e, nrow)
-		spmmRow(msg, from, to, idx, w, x.Data, stride)
+	take := func(e int, msg []T) {
 		if arg != nil {
-			m.addArg(s, msg, arg, e)
+			m.addArg(seg[e], msg, arg, e)
 		} else {
-			m.add(s, msg)
+			m.add(seg[e], msg)
 		}
+	}
+	pair := pairRows(x.Data, stride)
+	m1, m2 := msg[:stride], msg[stride:]
+	for e := 0; e < len(seg); e++ {
+		if pair && e+1 < len(seg) {
+			// Two messages at a time, taken in their order.
+			spmmPair(m1, m2, "SpMMSegmentMax", ptr, idx, w, x.Data, e, nrow, stride)
+			take(e, m1)
+			e++
+			take(e, m2)
+			continue
+		}
+		from, to := csrRow("SpMMSegmentMax", ptr, idx, e, nrow)
+		spmmRow(m1, from, to, idx, w, x.Data, stride)
+		take(e, m1)
 	}
 	m.finish()
 	tp.record(node[T]{op: opSpMMSegMax, out: out, a: x, idx: idx, ints: ptr, seg: seg, aux: tp.keepWeights(w, out), arg: arg})
 	return out
+}
+
+// pairRows reports whether sparse products over rows of x, stride wide,
+// go two destination rows at a time (spmmPair): float32 rows of whole
+// 64-column blocks on a CPU with AVX-512.
+func pairRows[T Float](x []T, stride int) bool {
+	var z T
+	return unsafe.Sizeof(z) == 4 && haveSgemmZ && stride > 0 && stride%64 == 0
+}
+
+// spmmPair is spmmRow for rows i and i+1 of the sparse matrix (into d1
+// and d2) at once, their entries checked by csrRow: one row's sum is a
+// chain of multiply-adds that waits on each one's latency, and two chains
+// interleaved keep the units busy. Each row's terms are added in its own
+// order, so the bits are spmmRow's. Only where pairRows says so.
+func spmmPair[T Float](d1, d2 []T, op string, ptr, idx []int, w []T, x []T, i, nrow, stride int) {
+	f1, t1 := csrRow(op, ptr, idx, i, nrow)
+	f2, t2 := csrRow(op, ptr, idx, i+1, nrow)
+	i1, w1 := csrRange(idx, w, f1, t1)
+	i2, w2 := csrRange(idx, w, f2, t2)
+	d1, d2 = d1[:stride], d2[:stride]
+	spmmRows2Z(&as32(d1)[0], &as32(d2)[0], unsafe.SliceData(as32(x)), i1, w1, t1-f1, i2, w2, t2-f2, stride, stride)
 }
 
 // spmmRow writes Σ w[e]·x[idx[e]] over e in [from, to) into dst (w nil:

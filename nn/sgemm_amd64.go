@@ -100,6 +100,13 @@ func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)
 //go:noescape
 func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 
+// spmmRows2Z is spmmRowAVX for two rows at once (idx1, w1, n1 into dst1;
+// idx2, w2, n2 into dst2), in AVX-512, for cols a multiple of 64; the
+// same bits; sgemm_amd64.s.
+//
+//go:noescape
+func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int)
+
 // spmmScatterAVX adds w[e]·grad[j] to y[idx[e]*stride+j] for e < n, j < cols
 // (a multiple of 8), with axpyAVX's arithmetic (w nil: weights 1);
 // sgemm_amd64.s.

@@ -1146,3 +1146,127 @@ ar8:
 ardone:
 	VZEROUPPER
 	RET
+
+// func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int)
+//
+// spmmRowAVX for two destination rows at once, in AVX-512 registers, for
+// cols a multiple of 64: dst1[j] = Σ_{e<n1} w1[e]·x[idx1[e]*stride+j] and
+// likewise dst2 (nil weights mean 1). A row's sum is one chain of fused
+// multiply-adds, so one row alone waits on the multiply-add's latency;
+// two rows' chains, interleaved while both have entries, fill the
+// multiply-add units. Each row's terms are added in its own order, from
+// +0, so the bits are spmmRowAVX's. Z0-Z3 hold row 1's 64 columns, Z4-Z7
+// row 2's, Z8 and Z9 the weights.
+TEXT ·spmmRows2Z(SB), NOSPLIT, $0-88
+	MOVQ dst1+0(FP), DI
+	MOVQ dst2+8(FP), DX
+	MOVQ x+16(FP), SI
+	MOVQ stride+72(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+80(FP), CX
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X10
+	VBROADCASTSS X10, Z10
+	VMOVAPS Z10, Z8
+	VMOVAPS Z10, Z9
+r2blk:
+	CMPQ CX, $64
+	JLT r2done
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	MOVQ idx1+24(FP), R8
+	MOVQ w1+32(FP), R9
+	MOVQ idx2+48(FP), R12
+	MOVQ w2+56(FP), R13
+	MOVQ n1+40(FP), R14
+	MOVQ n2+64(FP), R15
+	XORQ BX, BX
+	MOVQ R14, R10
+	CMPQ R15, R10
+	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
+r2both:
+	CMPQ BX, R10
+	JGE r2one
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ r2b1
+	VBROADCASTSS (R9)(BX*4), Z8
+r2b1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ r2b2
+	VBROADCASTSS (R13)(BX*4), Z9
+r2b2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP r2both
+r2one:
+	MOVQ BX, R10 // where row 2 resumes
+r2one1:
+	CMPQ BX, R14
+	JGE r2two
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ r2o1
+	VBROADCASTSS (R9)(BX*4), Z8
+r2o1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	INCQ BX
+	JMP r2one1
+r2two:
+	MOVQ R10, BX
+r2two1:
+	CMPQ BX, R15
+	JGE r2store
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ r2o2
+	VBROADCASTSS (R13)(BX*4), Z9
+r2o2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP r2two1
+r2store:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 0(DX)
+	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z6, 128(DX)
+	VMOVUPS Z7, 192(DX)
+	ADDQ $256, DI
+	ADDQ $256, DX
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP r2blk
+r2done:
+	VZEROUPPER
+	RET

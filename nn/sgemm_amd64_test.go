@@ -98,7 +98,7 @@ func TestSpMMRowKernels(t *testing.T) {
 		}
 		return true
 	}
-	for _, d := range []int{3, 8, 13, 64, 72, 136, 200} {
+	for _, d := range []int{3, 8, 13, 64, 72, 128, 136, 200} {
 		for rep := 0; rep < 8; rep++ {
 			rows, n := 1+rng.IntN(30), 1+rng.IntN(8)
 			ptr, idx := randCSR(rng, rows, n)
