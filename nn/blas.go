@@ -144,9 +144,7 @@ func (s *gemmScratch[T]) product(m, n, k int, x, w, bias []T, acc, relu bool, c 
 	}
 	s.gemm(false, false, m, n, k, 1, x, k, w, n, beta, c, n)
 	if relu {
-		for i, v := range c {
-			c[i] = max(v, 0)
-		}
+		reluVec(c)
 	}
 }
 

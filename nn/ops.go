@@ -224,10 +224,16 @@ func reluGradInPlace[T Float](g, y []T) {
 	}
 }
 
-// reluVec sets x[i] = max(x[i], 0).
+// reluVec sets x[i] = max(x[i], 0), eight lanes at a time for float32
+// where the AVX2 kernels run.
 func reluVec[T Float](x []T) {
-	for i, v := range x {
-		x[i] = max(v, 0)
+	j := 0
+	if unsafe.Sizeof(x[0]) == 4 && haveAVX2 && len(x) >= 8 {
+		j = len(x) &^ 7
+		reluAVX(&as32(x)[0], &as32(x)[0], j)
+	}
+	for ; j < len(x); j++ {
+		x[j] = max(x[j], 0)
 	}
 }
 
