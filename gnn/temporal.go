@@ -69,8 +69,7 @@ func (l *Temporal[T]) Forward(tp *nn.Tape[T], h *nn.Tensor[T]) *nn.Tensor[T] {
 	}
 	n, steps := h.Shape[0], h.Shape[1]
 	out := l.Kernel.Shape[1]
-	y := tp.Conv1D(h, l.Kernel, TemporalKernel, true) // [n, steps, out]
-	y = tp.Activate(tp.AddBias(y, l.Bias), l.Act)
+	y := tp.Conv1DAct(h, l.Kernel, l.Bias, TemporalKernel, true, l.Act) // [n, steps, out]
 	y = tp.Reshape(y, n*steps, out)
 	l.pooling(n, steps)
 	return tp.SpMM(l.ptr, l.idx, l.w, y)

@@ -10,12 +10,24 @@ import (
 // channel c at kernel offset kk. With same=false the convolution is 'valid'
 // (output length T-k+1); with same=true the input is zero-padded by (k-1)/2
 // steps before and k-1-(k-1)/2 after, so the output length is T. The result
-// has shape [N, Tout, Cout]; add a bias with [Tape.AddBias].
+// has shape [N, Tout, Cout]; for a bias and an activation, see
+// [Tape.Conv1DAct].
 //
 // It is computed as im2col followed by one matrix product, so the work is
 // done by the BLAS; the column buffer is kept on the tape for the backward
 // pass.
 func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
+	return tp.Conv1DAct(x, w, nil, k, same, ActIdentity)
+}
+
+// Conv1DAct is act(Conv1D(x, w, k, same) + bias), bias (nil for none) of
+// length Cout added at every step. The product adds the bias and applies a
+// ReLU as it stores (as [Tape.SumTerms] does), with the bits of AddBias
+// and ReLU after it; other activations take a pass of their own.
+func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activation) *Tensor[T] {
+	if act != ActIdentity && act != ActReLU {
+		return tp.Activate(tp.Conv1DAct(x, w, bias, k, same, ActIdentity), act)
+	}
 	checkRank("Conv1D", x, 3)
 	checkRank("Conv1D", w, 2)
 	n, tin, cin := x.Shape[0], x.Shape[1], x.Shape[2]
@@ -44,9 +56,21 @@ func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 			}
 		}
 	}
-	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad, n, tout, cout) // beta 0
-	tp.scratch.gemm(false, false, n*tout, cout, kc, 1, col.Data, kc, w.Data, cout, 0, out.Data, cout)
-	tp.record(node[T]{op: opConv1D, out: out, a: x, b: w, aux: col, i0: k, i1: pad, i2: tout})
+	var b []T
+	if bias != nil {
+		if len(bias.Data) != cout {
+			panic(fmt.Sprintf("nn: Conv1D: bias %v does not match %d output channels", bias.Shape, cout))
+		}
+		b = bias.Data
+	}
+	relu := act == ActReLU
+	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias != nil && bias.RequiresGrad, n, tout, cout)
+	tp.scratch.product(n*tout, cout, kc, col.Data, w.Data, b, false, relu, out.Data)
+	nd := node[T]{op: opConv1D, out: out, a: x, b: w, c: bias, aux: col, i0: k, i1: pad, i2: tout}
+	if relu {
+		nd.f1 = 1
+	}
+	tp.record(nd)
 	return out
 }
 
@@ -57,6 +81,12 @@ func (tp *Tape[T]) backConv1D(n *node[T]) {
 	k, pad, tout := n.i0, n.i1, n.i2
 	kc := k * cin
 	rows := nb * tout
+	if n.f1 == 1 { // a fused ReLU: the gradient of the pre-activation, in place
+		reluGradInPlace(g, n.out.Data)
+	}
+	if n.c != nil {
+		addRows(gradOf(n.c), g)
+	}
 	if gw := gradOf(w); gw != nil {
 		tp.scratch.gemm(true, false, kc, cout, rows, 1, col.Data, kc, g, cout, 1, gw, cout)
 	}

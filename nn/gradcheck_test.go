@@ -329,6 +329,11 @@ func testGradients(t *testing.T) {
 			add(fmt.Sprintf("Conv1D/k=%d/same=%v", kk, same), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 				return tp.Conv1D(in[0], in[1], kk, same)
 			}, tn(randn(rng, m*tlen*cin), m, tlen, cin), tn(randn(rng, kk*cin*cout), kk*cin, cout))
+			for _, act := range []Activation{ActReLU, ActTanh} {
+				add(fmt.Sprintf("Conv1DAct/k=%d/same=%v/act=%d", kk, same, act), func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+					return tp.Conv1DAct(in[0], in[1], in[2], kk, same, act)
+				}, tn(randn(rng, m*tlen*cin), m, tlen, cin), tn(randn(rng, kk*cin*cout), kk*cin, cout), tn(randn(rng, cout), cout))
+			}
 		}
 		add("LayerNorm", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.LayerNorm(in[0], in[1], in[2], 1e-5)

@@ -487,3 +487,35 @@ func TestSumTermsReLUGradBits(t *testing.T) {
 		}
 	}
 }
+
+// TestConv1DActBits: in float32, Conv1DAct with a bias and a fused ReLU
+// gives the bits of Conv1D, AddBias and ReLU, forward and backward.
+func TestConv1DActBits(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("the expected bits are the packed kernel's; no kernel in this build or on this CPU")
+	}
+	run := func(fused bool) [][]float32 {
+		r := rand.New(rand.NewPCG(95, 96))
+		x, w, b := NewParam[float32](40, 12, 6), NewParam[float32](18, 16), NewParam[float32](16)
+		for _, p := range []*Tensor[float32]{x, w, b} {
+			copy(p.Data, randf32(r, len(p.Data)))
+		}
+		tp := NewTape[float32]()
+		var y *Tensor[float32]
+		if fused {
+			y = tp.Conv1DAct(x, w, b, 3, true, ActReLU)
+		} else {
+			y = tp.ReLU(tp.AddBias(tp.Conv1D(x, w, 3, true), b))
+		}
+		tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(randf32(r, len(y.Data)), y.Shape...))))
+		return [][]float32{y.Data, x.Grad, w.Grad, b.Grad}
+	}
+	want, got := run(false), run(true)
+	for i := range want {
+		for j := range want[i] {
+			if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+				t.Fatalf("tensor %d element %d: fused %v, separate %v", i, j, got[i][j], want[i][j])
+			}
+		}
+	}
+}
