@@ -183,9 +183,14 @@ func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
 	}
 	m.counts[s]++
 	j := 0
-	if unsafe.Sizeof(row[0]) == 4 && haveAVX2 && len(row) >= 8 {
-		j = len(row) &^ 7
-		maxArgAVX(&as32(or)[0], &ar[0], &as32(row)[0], j, int32(e))
+	if unsafe.Sizeof(row[0]) == 4 && haveSgemmZ && len(row) >= 16 {
+		j = len(row) &^ 15
+		maxArgZ(&as32(or)[0], &ar[0], &as32(row)[0], j, int32(e))
+	}
+	if unsafe.Sizeof(row[0]) == 4 && haveAVX2 && len(row)-j >= 8 {
+		n := (len(row) - j) &^ 7
+		maxArgAVX(&as32(or)[j], &ar[j], &as32(row)[j], n, int32(e))
+		j += n
 	}
 	for ; j < len(row); j++ {
 		if row[j] > or[j] {

@@ -80,6 +80,11 @@ func reluGradAVX(dst, x, grad *float32, n int)
 //go:noescape
 func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
 
+// maxArgZ is maxArgAVX in AVX-512 for n a multiple of 16; sgemm_amd64.s.
+//
+//go:noescape
+func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32)
+
 // routeMaskAVX sets mask[j] (all ones or zero) to arg[j] == e and out[j]
 // not NaN, for n a multiple of 8, and returns how many are set;
 // sgemm_amd64.s.

@@ -1270,3 +1270,39 @@ r2store:
 r2done:
 	VZEROUPPER
 	RET
+
+// func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32)
+//
+// maxArgAVX in AVX-512, sixteen lanes at a time, for n a multiple of 16:
+// arg[j] = e where row[j] > out[j] (a masked store), and out[j] =
+// max(out[j], row[j]) with GOMAX's rules in mask registers (ties take
+// out AND row, a NaN in out is put back).
+TEXT ·maxArgZ(SB), NOSPLIT, $0-36
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ row+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVL e+32(FP), AX
+	VPBROADCASTD AX, Z8
+mzloop:
+	CMPQ CX, $16
+	JLT mzdone
+	VMOVUPS (DI), Z0
+	VMOVUPS (SI), Z1
+	VCMPPS $30, Z0, Z1, K1 // row > out (GT_OQ)
+	VMOVDQU32 Z8, K1, (R9)
+	VMAXPS Z1, Z0, Z2
+	VCMPPS $0, Z1, Z0, K2 // ties
+	VPANDD Z1, Z0, Z4
+	VMOVAPS Z4, K2, Z2
+	VCMPPS $3, Z0, Z0, K3 // a NaN in out
+	VMOVAPS Z0, K3, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JMP mzloop
+mzdone:
+	VZEROUPPER
+	RET

@@ -55,6 +55,10 @@ func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32) {
 	panic("nn: maxArgAVX without the assembly kernel")
 }
 
+func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32) {
+	panic("nn: maxArgZ without the assembly kernel")
+}
+
 func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int {
 	panic("nn: routeMaskAVX without the assembly kernel")
 }
