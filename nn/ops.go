@@ -201,7 +201,7 @@ func (tp *Tape[T]) backSumTerm(n *node[T]) {
 		reluGradInPlace(g, n.out.Data)
 	}
 	if n.b != nil {
-		tp.backMatMul(n)
+		tp.backProduct(n, g)
 	} else if gx, fresh := gradFor(n.a); gx != nil {
 		accumulate(gx, g, fresh)
 	}

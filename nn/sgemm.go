@@ -221,9 +221,7 @@ func storeTile(c []float32, ldc, i, j, rows, cols int, tile []float32, ld int, a
 			copy(dst, src)
 		}
 		if add.relu {
-			for q, v := range dst {
-				dst[q] = max(v, 0)
-			}
+			reluVec(dst)
 		}
 	}
 }
