@@ -91,6 +91,15 @@ func TestSynthetic(t *testing.T) {
 	if g.Adj[HostsJob].Degree(0) != 0 || g.Adj[ServesJob].Degree(0) != 0 {
 		t.Error("the pending job (job 0) runs somewhere")
 	}
+	cfg := DefaultSyntheticConfig(1200, 1)
+	cfg.CPUOnly, cfg.JobsPerMachine = true, 0
+	h, err := Synthetic(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Nodes != [NumNodeTypes]int{1200, 0, 0} || h.Edges() != g.Adj[Network].Len() || !slices.Equal(h.Adj[Network].Src, g.Adj[Network].Src) {
+		t.Errorf("CPU-only graph: nodes %v, %d edges; want 1200 machines and the %d network edges of the default graph", h.Nodes, h.Edges(), g.Adj[Network].Len())
+	}
 	g2, _ := Synthetic(DefaultSyntheticConfig(1200, 1))
 	if !reflect.DeepEqual(g, g2) {
 		t.Error("equal configurations gave different graphs")

@@ -33,8 +33,11 @@ type SyntheticConfig struct {
 	// job is the pending one (no edges), the others run on a uniformly
 	// drawn machine and, on GPU machines, half of them on 1-4 of its GPUs.
 	JobsPerMachine float64
-	Dims           Dims // input widths; Edge must match each relation's features
-	Seed           uint64
+	// CPUOnly draws every rack without GPUs: with JobsPerMachine 0 the
+	// graph is machines and their network links only, a homogeneous graph.
+	CPUOnly bool
+	Dims    Dims // input widths; Edge must match each relation's features
+	Seed    uint64
 }
 
 // DefaultSyntheticConfig returns the benchmark graph's parameters for a
@@ -73,7 +76,7 @@ func Synthetic(cfg SyntheticConfig) (*Graph, error) {
 	ng := 0
 	for r0 := 0; r0 < m; r0 += cfg.RackSize {
 		u, k := rng.Float64(), 0
-		for k < len(synthSKUs)-1 && u >= synthSKUs[k].share {
+		for !cfg.CPUOnly && k < len(synthSKUs)-1 && u >= synthSKUs[k].share {
 			u -= synthSKUs[k].share
 			k++
 		}
@@ -141,7 +144,7 @@ func Synthetic(cfg SyntheticConfig) (*Graph, error) {
 	for j := 1; j < nj; j++ {
 		host[j] = rng.IntN(m)
 	}
-	slices.Sort(host[1:])
+	slices.Sort(host[min(1, nj):]) // job 0, if any, stays pending
 	var onGPU edgeList
 	for j := 1; j < nj; j++ {
 		i := host[j]

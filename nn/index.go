@@ -138,7 +138,7 @@ func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
 	checkSegments("SegmentMax", x, seg, nseg)
 	_, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
-	m := tp.segmentMaxer(out.Data, nseg, stride)
+	m := tp.segmentMaxer(out.Data, nseg, stride, false)
 	for i, s := range seg {
 		m.add(s, x.Data[i*stride:(i+1)*stride])
 	}
@@ -156,13 +156,16 @@ type segMax[T Float] struct {
 }
 
 // segmentMaxer starts the maxima of nseg segments of stride-wide rows in
-// out at −∞.
-func (tp *Tape[T]) segmentMaxer(out []T, nseg, stride int) segMax[T] {
+// out at −∞, unless lazy: then every row is taken by spmmRun, which starts
+// a segment at its first row, so out is not written in a pass of its own.
+func (tp *Tape[T]) segmentMaxer(out []T, nseg, stride int, lazy bool) segMax[T] {
 	counts := tp.allocInts(nseg)
 	clear(counts)
-	negInf := T(math.Inf(-1))
-	for i := range out {
-		out[i] = negInf
+	if !lazy {
+		negInf := T(math.Inf(-1))
+		for i := range out {
+			out[i] = negInf
+		}
 	}
 	return segMax[T]{out: out, counts: counts, stride: stride}
 }
@@ -198,6 +201,21 @@ func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
 		}
 		or[j] = max(or[j], row[j])
 	}
+}
+
+// spmmRun takes the messages of rows [e0, e1) of a sparse product, all in
+// segment s, into its maximum, and their argmax into arg unless it is nil,
+// without storing them: spmmMaxArgZ, with addArg's rules. Only where
+// pairRows says so, on rows checkRows has checked.
+func (m *segMax[T]) spmmRun(s, e0, e1 int, ptr, idx []int, w, x []T, arg []int32) {
+	or := m.out[s*m.stride : (s+1)*m.stride]
+	var ap *int32
+	if arg != nil {
+		ap = &arg[s*m.stride : (s+1)*m.stride][0]
+	}
+	fresh := m.counts[s] == 0
+	m.counts[s] += e1 - e0
+	spmmMaxArgZ(&as32(or)[0], ap, unsafe.SliceData(as32(x)), &ptr[e0], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), e1-e0, int32(e0), fresh, m.stride, m.stride)
 }
 
 // add takes row into segment s's maximum, branch-free.

@@ -113,33 +113,33 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	}
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
-	msg := tp.alloc(false, 2*stride).Data
-	m := tp.segmentMaxer(out.Data, nseg, stride)
+	msg := tp.alloc(false, stride).Data
+	fused := pairRows(x.Data, stride)
+	m := tp.segmentMaxer(out.Data, nseg, stride, fused)
 	var arg []int32
 	if out.RequiresGrad {
 		arg = tp.allocInt32s(len(out.Data))
 	}
-	take := func(e int, msg []T) {
-		if arg != nil {
-			m.addArg(seg[e], msg, arg, e)
-		} else {
-			m.add(seg[e], msg)
-		}
-	}
-	pair := pairRows(x.Data, stride)
-	m1, m2 := msg[:stride], msg[stride:]
 	for e := 0; e < len(seg); {
 		end := min(e+csrChunk, len(seg))
 		checkRows("SpMMSegmentMax", ptr, idx, e, end, nrow)
-		for ; pair && e+2 <= end; e += 2 {
-			// Two messages at a time, taken in their order.
-			spmmPair(m1, m2, ptr, idx, w, x.Data, e, stride)
-			take(e, m1)
-			take(e+1, m2)
+		for fused && e < end {
+			// A run of rows in one segment (a destination's edges, in a
+			// graph layer), their messages computed and taken in registers.
+			r := e + 1
+			for r < end && seg[r] == seg[e] {
+				r++
+			}
+			m.spmmRun(seg[e], e, r, ptr, idx, w, x.Data, arg)
+			e = r
 		}
 		for ; e < end; e++ {
-			spmmRow(m1, ptr[e], ptr[e+1], idx, w, x.Data, stride)
-			take(e, m1)
+			spmmRow(msg, ptr[e], ptr[e+1], idx, w, x.Data, stride)
+			if arg != nil {
+				m.addArg(seg[e], msg, arg, e)
+			} else {
+				m.add(seg[e], msg)
+			}
 		}
 	}
 	m.finish()
@@ -233,6 +233,22 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 	// shared source element sums its gradients in the order it always
 	// has. With AVX2 the columns go eight at a time, under a mask of the
 	// argmax, with Go's rounding (a product, then a sum).
+	if pairRows(n.a.Data, stride) {
+		// As the forward pass went: runs of rows in one segment, each
+		// run's gradient, argmax and maximum held in registers.
+		seg := n.seg
+		for e := 0; e < len(seg); {
+			s, r := seg[e], e+1
+			for r < len(seg) && seg[r] == s {
+				r++
+			}
+			rows := s * stride
+			spmmRouteZ(unsafe.SliceData(as32(ga)), &as32(n.out.Grad)[rows], &n.arg[rows], &as32(n.out.Data)[rows],
+				&ptr[e], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), r-e, int32(e), stride, stride)
+			e = r
+		}
+		return
+	}
 	match := tp.allocInts(stride)
 	lanes := 0 // columns routed eight at a time, under a mask
 	var mask []float32

@@ -112,6 +112,25 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 //go:noescape
 func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int)
 
+// spmmMaxArgZ takes the messages of n rows of a sparse product (numbered
+// e, e+1, ...; row i's entries [ptr[i], ptr[i+1]) of idx and w), all of one
+// segment, into the segment's maximum out and argmax arg (nil: none) as
+// spmmRows2Z and maxArgZ would, without storing them, for cols a multiple
+// of 64; fresh: out and arg start at −∞ and e instead of being read;
+// sgemm_amd64.s.
+//
+//go:noescape
+func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int)
+
+// spmmRouteZ is the backward pass of spmmMaxArgZ over the same rows: the
+// gradient grad of the segment's maximum out goes, through each row's
+// entries, into ga where the row is the column's argmax (arg) and out is
+// not NaN, with routeAVX's arithmetic, rows and entries in order, for cols
+// a multiple of 64; sgemm_amd64.s.
+//
+//go:noescape
+func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
+
 // spmmScatterAVX adds w[e]·grad[j] to y[idx[e]*stride+j] for e < n, j < cols
 // (a multiple of 8), with axpyAVX's arithmetic (w nil: weights 1);
 // sgemm_amd64.s.

@@ -1306,3 +1306,248 @@ mzloop:
 mzdone:
 	VZEROUPPER
 	RET
+
+// func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int)
+//
+// The messages of n consecutive rows of a sparse product, all in one
+// segment, taken into that segment's maximum without being stored: row
+// i < n (numbered e+i) has the entries [ptr[i], ptr[i+1]) of idx and w
+// (w nil: weights 1), and its message, Σ w·x[idx·stride+j] in spmmRowAVX's
+// arithmetic, goes into out[j] and arg[j] as maxArgZ would take it (arg
+// nil: no argmax), for j < cols, a multiple of 64. fresh: the segment
+// has no row yet, so out and arg are not read but start at −∞ and e (the
+// first row sets every column's argmax). Per 64-column block,
+// Z0-Z3 hold the maximum, Z4-Z7 the argmax and Z8-Z11 the message, so
+// neither touches memory between rows.
+TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ ptr+24(FP), R8
+	MOVQ idx+32(FP), R12
+	MOVQ w+40(FP), R13
+	MOVQ n+48(FP), R14
+	MOVQ stride+64(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+72(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
+	VMOVD AX, X12
+	VBROADCASTSS X12, Z12
+	MOVL $1, AX
+	VPBROADCASTD AX, Z17
+smblk:
+	CMPQ CX, $64
+	JLT smdone
+	MOVL e+56(FP), AX
+	VPBROADCASTD AX, Z16 // the row's number, for the argmax
+	MOVBLZX fresh+60(FP), AX
+	TESTQ AX, AX
+	JZ smload
+	MOVL $0xff800000, AX // −∞
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+	VMOVDQA32 Z16, Z4
+	VMOVDQA32 Z16, Z5
+	VMOVDQA32 Z16, Z6
+	VMOVDQA32 Z16, Z7
+	JMP smrows
+smload:
+	VMOVUPS 0(DI)(R15*1), Z0
+	VMOVUPS 64(DI)(R15*1), Z1
+	VMOVUPS 128(DI)(R15*1), Z2
+	VMOVUPS 192(DI)(R15*1), Z3
+	TESTQ R9, R9
+	JZ smrows
+	VMOVDQU32 0(R9)(R15*1), Z4
+	VMOVDQU32 64(R9)(R15*1), Z5
+	VMOVDQU32 128(R9)(R15*1), Z6
+	VMOVDQU32 192(R9)(R15*1), Z7
+smrows:
+	XORQ BX, BX
+smrow:
+	CMPQ BX, R14
+	JGE smstore
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+smentry:
+	CMPQ AX, DX
+	JGE smmax
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ SI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ smw1
+	VBROADCASTSS (R13)(AX*4), Z12
+smw1:
+	VFMADD231PS 0(R10), Z12, Z8
+	VFMADD231PS 64(R10), Z12, Z9
+	VFMADD231PS 128(R10), Z12, Z10
+	VFMADD231PS 192(R10), Z12, Z11
+	INCQ AX
+	JMP smentry
+smmax:
+	// maxArgZ's steps on each 16-lane group, in registers: the argmax
+	// where the message is larger (GT_OQ), then max with GOMAX's rules, a
+	// NaN in out put back. maxArgZ's tie step (out AND row, for +0 against
+	// −0) is left out: a message is a sum of products added to +0, which
+	// is never −0, and the maximum only ever holds −∞ or messages.
+	VCMPPS $30, Z0, Z8, K1
+	VCMPPS $3, Z0, Z0, K3
+	VMOVDQA32 Z16, K1, Z4
+	VMAXPS Z8, Z0, Z20
+	VMOVAPS Z0, K3, Z20
+	VMOVAPS Z20, Z0
+	VCMPPS $30, Z1, Z9, K4
+	VCMPPS $3, Z1, Z1, K6
+	VMOVDQA32 Z16, K4, Z5
+	VMAXPS Z9, Z1, Z21
+	VMOVAPS Z1, K6, Z21
+	VMOVAPS Z21, Z1
+	VCMPPS $30, Z2, Z10, K1
+	VCMPPS $3, Z2, Z2, K3
+	VMOVDQA32 Z16, K1, Z6
+	VMAXPS Z10, Z2, Z22
+	VMOVAPS Z2, K3, Z22
+	VMOVAPS Z22, Z2
+	VCMPPS $30, Z3, Z11, K4
+	VCMPPS $3, Z3, Z3, K6
+	VMOVDQA32 Z16, K4, Z7
+	VMAXPS Z11, Z3, Z23
+	VMOVAPS Z3, K6, Z23
+	VMOVAPS Z23, Z3
+	VPADDD Z17, Z16, Z16
+	INCQ BX
+	JMP smrow
+smstore:
+	VMOVUPS Z0, 0(DI)(R15*1)
+	VMOVUPS Z1, 64(DI)(R15*1)
+	VMOVUPS Z2, 128(DI)(R15*1)
+	VMOVUPS Z3, 192(DI)(R15*1)
+	TESTQ R9, R9
+	JZ smnext
+	VMOVDQU32 Z4, 0(R9)(R15*1)
+	VMOVDQU32 Z5, 64(R9)(R15*1)
+	VMOVDQU32 Z6, 128(R9)(R15*1)
+	VMOVDQU32 Z7, 192(R9)(R15*1)
+smnext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP smblk
+smdone:
+	VZEROUPPER
+	RET
+
+// func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
+//
+// The backward pass of spmmMaxArgZ over the same n rows (numbered e,
+// e+1, ...) of one segment, whose maximum is out, argmax arg and
+// gradient grad: for each row in order, each of its entries in order,
+// ga[idx·stride+j] += w·grad[j] (a product rounded, then a sum rounded,
+// as in Go; w nil: weights 1) for the columns j < cols (a multiple of 64)
+// whose argmax is the row and whose maximum is not NaN; other columns are
+// not written. Per 64-column block, Z0-Z3 hold grad and Z4-Z7 the argmax
+// (−1 where the maximum is NaN, which no row matches); K1-K4 are a row's
+// columns, and rows with none are skipped.
+TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
+	MOVQ ga+0(FP), DI
+	MOVQ ptr+32(FP), R8
+	MOVQ idx+40(FP), R12
+	MOVQ w+48(FP), R13
+	MOVQ n+56(FP), R14
+	MOVQ stride+72(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+80(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
+	VMOVD AX, X12
+	VBROADCASTSS X12, Z12
+	MOVL $1, AX
+	VPBROADCASTD AX, Z17
+	MOVL $-1, AX
+	VPBROADCASTD AX, Z18
+rzblk:
+	CMPQ CX, $64
+	JLT rzdone
+	MOVQ grad+8(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z0
+	VMOVUPS 64(R10)(R15*1), Z1
+	VMOVUPS 128(R10)(R15*1), Z2
+	VMOVUPS 192(R10)(R15*1), Z3
+	MOVQ arg+16(FP), R10
+	VMOVDQU32 0(R10)(R15*1), Z4
+	VMOVDQU32 64(R10)(R15*1), Z5
+	VMOVDQU32 128(R10)(R15*1), Z6
+	VMOVDQU32 192(R10)(R15*1), Z7
+	MOVQ out+24(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z8
+	VMOVUPS 64(R10)(R15*1), Z9
+	VMOVUPS 128(R10)(R15*1), Z10
+	VMOVUPS 192(R10)(R15*1), Z11
+	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
+	VCMPPS $3, Z9, Z9, K2
+	VCMPPS $3, Z10, Z10, K3
+	VCMPPS $3, Z11, Z11, K4
+	VMOVDQA32 Z18, K1, Z4
+	VMOVDQA32 Z18, K2, Z5
+	VMOVDQA32 Z18, K3, Z6
+	VMOVDQA32 Z18, K4, Z7
+	MOVL e+64(FP), AX
+	VPBROADCASTD AX, Z16 // the row's number
+	XORQ BX, BX
+rzrow:
+	CMPQ BX, R14
+	JGE rznext
+	VPCMPEQD Z16, Z4, K1
+	VPCMPEQD Z16, Z5, K2
+	VPCMPEQD Z16, Z6, K3
+	VPCMPEQD Z16, Z7, K4
+	KORW K1, K2, K5
+	KORW K3, K4, K6
+	KORTESTW K5, K6
+	JZ rzskip // the row attains no column's maximum
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+rzentry:
+	CMPQ AX, DX
+	JGE rzskip
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ DI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ rzw1
+	VBROADCASTSS (R13)(AX*4), Z12
+rzw1:
+	VMULPS Z0, Z12, Z20
+	VMULPS Z1, Z12, Z21
+	VMULPS Z2, Z12, Z22
+	VMULPS Z3, Z12, Z23
+	VADDPS 0(R10), Z20, Z20
+	VADDPS 64(R10), Z21, Z21
+	VADDPS 128(R10), Z22, Z22
+	VADDPS 192(R10), Z23, Z23
+	VMOVUPS Z20, K1, 0(R10)
+	VMOVUPS Z21, K2, 64(R10)
+	VMOVUPS Z22, K3, 128(R10)
+	VMOVUPS Z23, K4, 192(R10)
+	INCQ AX
+	JMP rzentry
+rzskip:
+	VPADDD Z17, Z16, Z16
+	INCQ BX
+	JMP rzrow
+rznext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP rzblk
+rzdone:
+	VZEROUPPER
+	RET

@@ -242,3 +242,91 @@ func TestAddLanes(t *testing.T) {
 		}
 	}
 }
+
+// TestSpMMMaxRunZ: SpMMSegmentMax's fused AVX-512 path (spmmMaxArgZ: runs
+// of rows in one segment, messages kept in registers) gives the maximum,
+// the argmax and the gradient bits of the row-by-row path (each message
+// stored, then maxArgZ/maxArgAVX or maxAVX), on 64-column multiples, with
+// weights or none, segments sorted (a graph layer's) or not, runs across
+// the 256-row check blocks, empty rows and segments, ties between distinct
+// source rows, NaN, ±0 and ±∞, and with and without a gradient (no argmax).
+func TestSpMMMaxRunZ(t *testing.T) {
+	if !haveSgemmZ {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	rng := rand.New(rand.NewPCG(23, 24))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, d := range []int{64, 128, 192} {
+		for rep := 0; rep < 16; rep++ {
+			rows, n, nseg := 300+rng.IntN(400), 2+rng.IntN(30), 1+rng.IntN(80)
+			ptr, idx := randCSR(rng, rows, n)
+			seg := make([]int, rows)
+			for i := range seg {
+				seg[i] = rng.IntN(nseg)
+			}
+			if rep%4 < 2 {
+				slices.Sort(seg) // destinations' runs, as a CSR graph gives
+			}
+			var w []float32
+			if rep%2 == 1 {
+				for range idx {
+					w = append(w, float32(rng.NormFloat64()))
+				}
+			}
+			xs := make([]float32, n*d)
+			for i := range xs {
+				xs[i] = float32(rng.NormFloat64())
+				if rep >= 8 && rng.IntN(10) == 0 {
+					xs[i] = special[rng.IntN(len(special))]
+				}
+			}
+			copy(xs[d:2*d], xs[:d]) // rows 0 and 1 equal: ties from distinct sources
+			r := make([]float32, nseg*d)
+			for i := range r {
+				r[i] = float32(rng.NormFloat64())
+			}
+			run := func(fused, grad bool) (out, g []float32, arg []int32) {
+				haveSgemmZ = fused
+				x := NewTensor(slices.Clone(xs), n, d)
+				x.RequiresGrad, x.Grad = grad, make([]float32, len(xs))
+				tp := NewTape[float32]()
+				y := tp.SpMMSegmentMax(ptr, idx, w, x, seg, nseg)
+				if grad {
+					arg = slices.Clone(tp.nodes[len(tp.nodes)-1].arg)
+				}
+				if grad {
+					tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(r, nseg, d))))
+				}
+				return slices.Clone(y.Data), slices.Clone(x.Grad), arg
+			}
+			for _, grad := range []bool{true, false} {
+				wantOut, wantGrad, wantArg := run(false, grad)
+				gotOut, gotGrad, gotArg := run(true, grad)
+				if !sameBits(gotOut, wantOut) {
+					t.Fatalf("d=%d rep %d grad %v: values differ from the row-by-row path", d, rep, grad)
+				}
+				if !slices.Equal(gotArg, wantArg) {
+					t.Fatalf("d=%d rep %d grad %v: argmax differs from the row-by-row path", d, rep, grad)
+				}
+				if !sameBits(gotGrad, wantGrad) {
+					t.Fatalf("d=%d rep %d grad %v: gradient differs from the row-by-row path", d, rep, grad)
+				}
+			}
+		}
+	}
+}
+
+// sameBits reports whether a and b hold the same float32 bits, any NaN
+// matching any NaN.
+func sameBits(a, b []float32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if math.Float32bits(a[i]) != math.Float32bits(b[i]) && !(a[i] != a[i] && b[i] != b[i]) {
+			return false
+		}
+	}
+	return true
+}

@@ -75,6 +75,14 @@ func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *in
 	panic("nn: spmmRows2Z without the assembly kernel")
 }
 
+func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int) {
+	panic("nn: spmmMaxArgZ without the assembly kernel")
+}
+
+func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int) {
+	panic("nn: spmmRouteZ without the assembly kernel")
+}
+
 func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int) {
 	panic("nn: spmmScatterAVX without the assembly kernel")
 }
