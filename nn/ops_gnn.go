@@ -302,6 +302,10 @@ func backSpMM[T Float](n *node[T]) {
 	_, stride := n.a.lead()
 	g := n.out.Grad
 	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
+	if pairRows(ga, stride) {
+		spmmScatterRowsZ(unsafe.SliceData(as32(ga)), unsafe.SliceData(as32(g)), &ptr[0], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), len(ptr)-1, stride, stride)
+		return
+	}
 	lanes := 0 // columns scattered by spmmScatterAVX, a row of g in registers
 	if unsafe.Sizeof(g[0]) == 4 && haveAVX2 && stride >= 8 {
 		lanes = stride &^ 7

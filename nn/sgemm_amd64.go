@@ -138,6 +138,21 @@ func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *f
 //go:noescape
 func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
 
+// spmmScatterRowsZ is spmmScatterAVX over rows consecutive rows of a
+// sparse product (row i: gradient grad[i*stride:], entries [ptr[i],
+// ptr[i+1]) of idx and w), in one call and AVX-512, for cols a multiple of
+// 64; the same bits; sgemm_amd64.s.
+//
+//go:noescape
+func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
+
+// colSumZ adds the rows rows of src (cols wide, a multiple of 16) to dst
+// in order, each column's sum in a register; the bits of one addTo per
+// row; sgemm_amd64.s.
+//
+//go:noescape
+func colSumZ(dst, src *float32, rows, cols int)
+
 // packRows16AVX copies k rows of 16 floats, ld apart in src, into dst
 // back to back; sgemm_amd64.s.
 //

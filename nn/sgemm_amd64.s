@@ -1551,3 +1551,138 @@ rznext:
 rzdone:
 	VZEROUPPER
 	RET
+
+// func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
+//
+// spmmScatterAVX for rows consecutive rows of a sparse product in one
+// call, in AVX-512: for each row i < rows in order (its gradient grad[i*
+// stride:], its entries [ptr[i], ptr[i+1]) of idx and w), each entry e in
+// order, y[idx[e]*stride+j] += w[e]·grad[i*stride+j] for j < cols, a
+// multiple of 64, each a fused multiply-add (the same bits; w nil:
+// weights 1). Per row and 64-column block, Z0-Z3 hold the gradient.
+TEXT ·spmmScatterRowsZ(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ ptr+16(FP), R8
+	MOVQ idx+24(FP), R12
+	MOVQ w+32(FP), R13
+	MOVQ rows+40(FP), R14
+	MOVQ stride+48(FP), R11
+	SHLQ $2, R11
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Z8
+	XORQ BX, BX // row
+szrow:
+	CMPQ BX, R14
+	JGE szdone
+	MOVQ cols+56(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+szblk:
+	CMPQ CX, $64
+	JLT sznextrow
+	VMOVUPS 0(SI)(R15*1), Z0
+	VMOVUPS 64(SI)(R15*1), Z1
+	VMOVUPS 128(SI)(R15*1), Z2
+	VMOVUPS 192(SI)(R15*1), Z3
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+szentry:
+	CMPQ AX, DX
+	JGE sznextblk
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ DI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ szw1
+	VBROADCASTSS (R13)(AX*4), Z8
+szw1:
+	VMOVAPS Z0, Z9
+	VMOVAPS Z1, Z10
+	VMOVAPS Z2, Z11
+	VMOVAPS Z3, Z12
+	VFMADD213PS 0(R10), Z8, Z9
+	VFMADD213PS 64(R10), Z8, Z10
+	VFMADD213PS 128(R10), Z8, Z11
+	VFMADD213PS 192(R10), Z8, Z12
+	VMOVUPS Z9, 0(R10)
+	VMOVUPS Z10, 64(R10)
+	VMOVUPS Z11, 128(R10)
+	VMOVUPS Z12, 192(R10)
+	INCQ AX
+	JMP szentry
+sznextblk:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP szblk
+sznextrow:
+	ADDQ R11, SI
+	INCQ BX
+	JMP szrow
+szdone:
+	VZEROUPPER
+	RET
+
+// func colSumZ(dst, src *float32, rows, cols int)
+//
+// dst[j] += src[r*cols+j] for r < rows in order, j < cols (a multiple of
+// 16): each column's chain of additions in Go's order, its running sum in
+// a register (64 columns at a time, then 16) instead of stored per row.
+TEXT ·colSumZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ cols+24(FP), CX
+	MOVQ CX, R11
+	SHLQ $2, R11 // a row's bytes
+cs64:
+	CMPQ CX, $64
+	JLT cs16
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	MOVQ SI, AX
+	MOVQ R8, BX
+cs64r:
+	TESTQ BX, BX
+	JZ cs64s
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	ADDQ R11, AX
+	DECQ BX
+	JMP cs64r
+cs64s:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP cs64
+cs16:
+	CMPQ CX, $16
+	JLT csdone
+	VMOVUPS 0(DI), Z0
+	MOVQ SI, AX
+	MOVQ R8, BX
+cs16r:
+	TESTQ BX, BX
+	JZ cs16s
+	VADDPS 0(AX), Z0, Z0
+	ADDQ R11, AX
+	DECQ BX
+	JMP cs16r
+cs16s:
+	VMOVUPS Z0, 0(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP cs16
+csdone:
+	VZEROUPPER
+	RET

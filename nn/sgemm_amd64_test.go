@@ -80,7 +80,8 @@ func TestSpMMSegmentMaxLanes(t *testing.T) {
 }
 
 // TestSpMMRowKernels: SpMM's forward and backward passes with the
-// register-blocked kernels (spmmRowAVX, spmmScatterAVX) give the bits of
+// register-blocked kernels (spmmRowAVX, spmmRows2Z, spmmScatterAVX,
+// spmmScatterRowsZ) give the bits of
 // the per-edge axpy they replace, on widths below, at and between the
 // kernels' 8 and 64 columns, with and without weights, repeated and
 // absent neighbours, and values that are NaN, ±0 or ±∞.
@@ -329,4 +330,35 @@ func sameBits(a, b []float32) bool {
 		}
 	}
 	return true
+}
+
+// TestColSumZ: a bias's gradient summed by colSumZ has the bits of one
+// addTo per row, on widths of 16-column multiples with and without a
+// 64-column block, any number of rows, and NaN, ±0 and ±∞ among the values.
+func TestColSumZ(t *testing.T) {
+	if !haveSgemmZ {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	rng := rand.New(rand.NewPCG(41, 42))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, d := range []int{16, 48, 64, 80, 128, 144} {
+		for _, rows := range []int{0, 1, 2, 7, 300} {
+			g := randf32(rng, rows*d)
+			for i := range g {
+				if rows < 300 && rng.IntN(8) == 0 {
+					g[i] = special[rng.IntN(len(special))]
+				}
+			}
+			start := randf32(rng, d)
+			want, got := slices.Clone(start), slices.Clone(start)
+			haveSgemmZ = false
+			addRows(want, g)
+			haveSgemmZ = true
+			addRows(got, g)
+			if !sameBits(got, want) {
+				t.Fatalf("d=%d rows=%d: %v, per-row adds %v", d, rows, got, want)
+			}
+		}
+	}
 }

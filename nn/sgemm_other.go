@@ -87,6 +87,14 @@ func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
 	panic("nn: spmmScatterAVX without the assembly kernel")
 }
 
+func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int) {
+	panic("nn: spmmScatterRowsZ without the assembly kernel")
+}
+
+func colSumZ(dst, src *float32, rows, cols int) {
+	panic("nn: colSumZ without the assembly kernel")
+}
+
 func packRows16AVX(dst, src *float32, ld, k int) {
 	panic("nn: packRows16AVX without the assembly kernel")
 }
