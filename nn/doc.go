@@ -67,8 +67,22 @@
 // libopenblas-dev) installs gonum.org/v1/netlib's OpenBLAS binding (in the
 // internal/openblas package, since a package with assembly cannot use cgo)
 // as the BLAS implementation for every product and turns sgemm and the
-// rewrite off; the other AVX2 kernels (sparse products, ReLU, maxima,
-// additions) run in both builds.
+// rewrite off; the other kernels (sparse products, ReLU, maxima, column
+// sums, additions; AVX2, and AVX-512 where the CPU has it) run in both
+// builds.
+//
+// # Message passing
+//
+// Graph layers aggregate with SpMM (a weighted sum of source rows per
+// destination, never materialising one row per edge) and SpMMSegmentMax
+// (the maximum of such sums per segment). With AVX-512 and rows of whole
+// 64-column blocks, SpMMSegmentMax takes each destination's run of rows
+// in one call that keeps the running maximum, its argmax and the message
+// in registers (spmmMaxArgZ), and its backward pass routes each run's
+// gradient under masks of the argmax (spmmRouteZ); SpMM's backward pass
+// scatters a whole product in one call (spmmScatterRowsZ). Every kernel
+// gives the bits of the plain Go loops it replaces, which the tests check
+// with NaN, ±0 and ±∞ among the values.
 //
 // # Memory
 //

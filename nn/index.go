@@ -186,7 +186,7 @@ func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
 	}
 	m.counts[s]++
 	j := 0
-	if unsafe.Sizeof(row[0]) == 4 && haveSgemmZ && len(row) >= 16 {
+	if unsafe.Sizeof(row[0]) == 4 && haveAVX512 && len(row) >= 16 {
 		j = len(row) &^ 15
 		maxArgZ(&as32(or)[0], &ar[0], &as32(row)[0], j, int32(e))
 	}

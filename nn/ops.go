@@ -465,7 +465,7 @@ func addRows[T Float](dst, g []T) {
 	if dst == nil {
 		return
 	}
-	if unsafe.Sizeof(dst[0]) == 4 && haveSgemmZ && len(dst) >= 16 && len(dst)%16 == 0 {
+	if unsafe.Sizeof(dst[0]) == 4 && haveAVX512 && len(dst) >= 16 && len(dst)%16 == 0 {
 		// A bias's gradient: each column's sum held in a register over the
 		// rows (one addTo per row was a call and a load and store per row).
 		colSumZ(&as32(dst)[0], unsafe.SliceData(as32(g)), len(g)/len(dst), len(dst))

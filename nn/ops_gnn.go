@@ -152,7 +152,7 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 // 64-column blocks on a CPU with AVX-512.
 func pairRows[T Float](x []T, stride int) bool {
 	var z T
-	return unsafe.Sizeof(z) == 4 && haveSgemmZ && stride > 0 && stride%64 == 0
+	return unsafe.Sizeof(z) == 4 && haveAVX512 && stride > 0 && stride%64 == 0
 }
 
 // spmmPair is spmmRow for rows i and i+1 of the sparse matrix (into d1

@@ -12,11 +12,15 @@ var haveAVX2 = cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasPOPCNT
 // kernel: not in the openblas build, whose products go to OpenBLAS.
 var haveSgemmKernel = haveAVX2 && !openblasBuild
 
-// haveSgemmZ is true where sgemm can also use the AVX-512 kernel
-// (sgemmKernel6x32Z), which does twice the work per instruction and gives
-// the same bits. x/sys/cpu reports AVX-512 only where the OS saves its
-// registers.
-var haveSgemmZ = haveSgemmKernel && cpu.X86.HasAVX512F
+// haveAVX512 is true where the AVX-512 kernels can run: the sparse
+// products, segment maxima and column sums use them in every build.
+// x/sys/cpu reports AVX-512 only where the OS saves its registers.
+var haveAVX512 = haveAVX2 && cpu.X86.HasAVX512F
+
+// haveSgemmZ is true where sgemm can also use the AVX-512 kernels
+// (sgemmKernel6x32Z, sgemmKernel12x32Z), which do twice the work per
+// instruction and give the same bits.
+var haveSgemmZ = haveSgemmKernel && haveAVX512
 
 // sgemmKernel6x16 is implemented in sgemm_amd64.s.
 //

@@ -252,10 +252,10 @@ func TestAddLanes(t *testing.T) {
 // the 256-row check blocks, empty rows and segments, ties between distinct
 // source rows, NaN, ±0 and ±∞, and with and without a gradient (no argmax).
 func TestSpMMMaxRunZ(t *testing.T) {
-	if !haveSgemmZ {
+	if !haveAVX512 {
 		t.Skip("no AVX-512 on this CPU")
 	}
-	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	defer func(h bool) { haveAVX512 = h }(haveAVX512)
 	rng := rand.New(rand.NewPCG(23, 24))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	for _, d := range []int{64, 128, 192} {
@@ -288,7 +288,7 @@ func TestSpMMMaxRunZ(t *testing.T) {
 				r[i] = float32(rng.NormFloat64())
 			}
 			run := func(fused, grad bool) (out, g []float32, arg []int32) {
-				haveSgemmZ = fused
+				haveAVX512 = fused
 				x := NewTensor(slices.Clone(xs), n, d)
 				x.RequiresGrad, x.Grad = grad, make([]float32, len(xs))
 				tp := NewTape[float32]()
@@ -336,10 +336,10 @@ func sameBits(a, b []float32) bool {
 // addTo per row, on widths of 16-column multiples with and without a
 // 64-column block, any number of rows, and NaN, ±0 and ±∞ among the values.
 func TestColSumZ(t *testing.T) {
-	if !haveSgemmZ {
+	if !haveAVX512 {
 		t.Skip("no AVX-512 on this CPU")
 	}
-	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	defer func(h bool) { haveAVX512 = h }(haveAVX512)
 	rng := rand.New(rand.NewPCG(41, 42))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	for _, d := range []int{16, 48, 64, 80, 128, 144} {
@@ -352,9 +352,9 @@ func TestColSumZ(t *testing.T) {
 			}
 			start := randf32(rng, d)
 			want, got := slices.Clone(start), slices.Clone(start)
-			haveSgemmZ = false
+			haveAVX512 = false
 			addRows(want, g)
-			haveSgemmZ = true
+			haveAVX512 = true
 			addRows(got, g)
 			if !sameBits(got, want) {
 				t.Fatalf("d=%d rows=%d: %v, per-row adds %v", d, rows, got, want)

@@ -7,6 +7,7 @@ package nn
 // operations run their Go loops.
 const (
 	haveAVX2        = false
+	haveAVX512      = false
 	haveSgemmKernel = false
 	haveSgemmZ      = false
 )
