@@ -125,7 +125,10 @@ func (h *HeteroConv[T]) ForwardAct(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T]
 		nterms[t] = 1
 	}
 	for r := Relation(0); r < NumRelations; r++ {
-		if h.Conv[r] == nil {
+		if h.Conv[r] == nil || b.Rel[r].Adj != nil && b.Rel[r].Adj.Len() == 0 {
+			// A relation without edges (a CPU-only cluster's GPU links)
+			// would add a term of zeros, at the price of a product and
+			// an aggregation.
 			continue
 		}
 		d := r.Dst()

@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Conv1D convolves x of shape [N, T, Cin] over time with a kernel of size k
@@ -13,9 +14,13 @@ import (
 // has shape [N, Tout, Cout]; for a bias and an activation, see
 // [Tape.Conv1DAct].
 //
-// It is computed as im2col followed by one matrix product, so the work is
-// done by the BLAS; the column buffer is kept on the tape for the backward
-// pass.
+// It is computed as one matrix product over im2col's rows, so the work is
+// done by the BLAS. With same padding, an odd k and the float32 kernels,
+// the rows are read in place (a step's k·Cin inputs lie next to each other
+// in x, so the rows of all sequences are one matrix with row stride Cin),
+// and only the rows that reach into the padding are copied; otherwise the
+// rows are copied into a column buffer. The backward pass builds the
+// column buffer if the forward pass did not.
 func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 	return tp.Conv1DAct(x, w, nil, k, same, ActIdentity)
 }
@@ -43,19 +48,6 @@ func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activa
 		tout = 0
 	}
 	kc := k * cin
-	col := tp.alloc(false, n*tout, kc)
-	// Row t of a sequence's columns is its steps [t−pad, t−pad+k), which
-	// lie next to each other in x: one copy of those inside the sequence,
-	// the zeros of the padding left as alloc made them.
-	for b := 0; b < n; b++ {
-		xb := x.Data[b*tin*cin : (b+1)*tin*cin]
-		for t := 0; t < tout; t++ {
-			s0 := t - pad
-			if lo, hi := max(s0, 0), min(s0+k, tin); hi > lo {
-				copy(col.Data[(b*tout+t)*kc+(lo-s0)*cin:], xb[lo*cin:hi*cin])
-			}
-		}
-	}
 	var b []T
 	if bias != nil {
 		if len(bias.Data) != cout {
@@ -65,13 +57,73 @@ func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activa
 	}
 	relu := act == ActReLU
 	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias != nil && bias.RequiresGrad, n, tout, cout)
-	tp.scratch.product(n*tout, cout, kc, col.Data, w.Data, b, false, relu, out.Data)
+	var col *Tensor[T] // nil when the rows were read in place
+	if inner := n*tin - 2*pad; convInPlace && same && 2*pad == k-1 && tin >= k && unsafe.Sizeof(x.Data[0]) == 4 && useSgemm(inner, cout, kc) {
+		// Output row p = b·tin + t reads x[(p−pad)·cin : (p−pad+k)·cin]:
+		// the rows p in [pad, n·tin − pad) are a matrix with row stride
+		// cin, read in place. Those whose window crosses a sequence's end
+		// (t < pad or t ≥ tin − pad) read a neighbour's steps there, so
+		// they are computed again from copied, zero-padded rows, and
+		// overwritten.
+		tp.scratch.sg.sgemmBias(false, false, inner, cout, kc, as32(x.Data), cin, as32(w.Data), cout, 0, as32(b), relu, as32(out.Data[pad*cout:]), cout)
+		if pad > 0 {
+			edge := tp.alloc(false, n*2*pad, kc) // zeros where the window is outside
+			for i := range n * 2 * pad {
+				bb, t := i/(2*pad), i%(2*pad)
+				if t >= pad {
+					t += tin - 2*pad
+				}
+				im2colRow(edge.Data[i*kc:(i+1)*kc], x.Data[bb*tin*cin:(bb+1)*tin*cin], t, pad, k, cin, tin)
+			}
+			res := tp.allocRaw(false, n*2*pad, cout)
+			tp.scratch.product(n*2*pad, cout, kc, edge.Data, w.Data, b, false, relu, res.Data)
+			for i := range n * 2 * pad {
+				bb, t := i/(2*pad), i%(2*pad)
+				if t >= pad {
+					t += tin - 2*pad
+				}
+				copy(out.Data[(bb*tin+t)*cout:(bb*tin+t+1)*cout], res.Data[i*cout:(i+1)*cout])
+			}
+		}
+	} else {
+		col = tp.alloc(false, n*tout, kc)
+		im2col(col.Data, x.Data, n, tin, cin, k, pad, tout)
+		tp.scratch.product(n*tout, cout, kc, col.Data, w.Data, b, false, relu, out.Data)
+	}
 	nd := node[T]{op: opConv1D, out: out, a: x, b: w, c: bias, aux: col, i0: k, i1: pad, i2: tout}
 	if relu {
 		nd.f1 = 1
 	}
 	tp.record(nd)
 	return out
+}
+
+// convInPlace lets Conv1DAct read its rows in place where it can (a
+// switch for the tests, which compare both paths).
+var convInPlace = true
+
+// im2col writes the rows of a convolution's product: row b·tout + t is
+// sequence b's steps [t−pad, t−pad+k) (each cin wide) of x, zeros outside
+// the sequence.
+func im2col[T Float](col, x []T, n, tin, cin, k, pad, tout int) {
+	kc := k * cin
+	clear(col[:n*tout*kc])
+	for b := 0; b < n; b++ {
+		xb := x[b*tin*cin : (b+1)*tin*cin]
+		for t := 0; t < tout; t++ {
+			im2colRow(col[(b*tout+t)*kc:(b*tout+t+1)*kc], xb, t, pad, k, cin, tin)
+		}
+	}
+}
+
+// im2colRow copies the steps [t−pad, t−pad+k) of one sequence xb that lie
+// inside it into row (which holds zeros) at their offsets: they lie next
+// to each other in xb, so it is one copy.
+func im2colRow[T Float](row, xb []T, t, pad, k, cin, tin int) {
+	s0 := t - pad
+	if lo, hi := max(s0, 0), min(s0+k, tin); hi > lo {
+		copy(row[(lo-s0)*cin:], xb[lo*cin:hi*cin])
+	}
 }
 
 func (tp *Tape[T]) backConv1D(n *node[T]) {
@@ -81,6 +133,10 @@ func (tp *Tape[T]) backConv1D(n *node[T]) {
 	k, pad, tout := n.i0, n.i1, n.i2
 	kc := k * cin
 	rows := nb * tout
+	if col == nil { // the forward pass read its rows in place
+		col = tp.allocRaw(false, rows, kc)
+		im2col(col.Data, x.Data, nb, tin, cin, k, pad, tout)
+	}
 	if n.f1 == 1 { // a fused ReLU: the gradient of the pre-activation, in place
 		reluGradInPlace(g, n.out.Data)
 	}

@@ -206,7 +206,7 @@ func (m *segMax[T]) addArg(s int, row []T, arg []int32, e int) {
 // spmmRun takes the messages of rows [e0, e1) of a sparse product, all in
 // segment s, into its maximum, and their argmax into arg unless it is nil,
 // without storing them: spmmMaxArgZ, with addArg's rules. Only where
-// pairRows says so, on rows checkRows has checked.
+// zRows says so, on rows checkRows has checked.
 func (m *segMax[T]) spmmRun(s, e0, e1 int, ptr, idx []int, w, x []T, arg []int32) {
 	or := m.out[s*m.stride : (s+1)*m.stride]
 	var ap *int32

@@ -29,7 +29,7 @@ func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 	checkCSR("SpMM", ptr, idx, w)
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, len(ptr)-1)
-	pair := pairRows(x.Data, stride)
+	pair := zRows(x.Data, stride)
 	for i := 0; i+1 < len(ptr); {
 		end := min(i+csrChunk, len(ptr)-1)
 		checkRows("SpMM", ptr, idx, i, end, nrow)
@@ -97,8 +97,8 @@ func checkRows(op string, ptr, idx []int, i0, i1, nrow int) {
 // elementwise maximum per segment (destination) as they are computed, so
 // the message matrix, one row per edge and the largest tensor of a
 // max-aggregating graph layer, is never stored; nor is its gradient. The
-// backward pass recomputes each message (the same operations in the same
-// order, so bitwise equal) to find the rows that attained the maximum.
+// forward pass records, for each output element, the first row that
+// attained the maximum, and the backward pass routes the gradient there.
 // Ties, empty segments and the weights are as in [Tape.SegmentMax] and
 // [Tape.SpMM].
 func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int, nseg int) *Tensor[T] {
@@ -114,7 +114,7 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
 	msg := tp.alloc(false, stride).Data
-	fused := pairRows(x.Data, stride)
+	fused := zRows(x.Data, stride)
 	m := tp.segmentMaxer(out.Data, nseg, stride, fused)
 	var arg []int32
 	if out.RequiresGrad {
@@ -147,10 +147,12 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	return out
 }
 
-// pairRows reports whether sparse products over rows of x, stride wide,
-// go two destination rows at a time (spmmPair): float32 rows of whole
-// 64-column blocks on a CPU with AVX-512.
-func pairRows[T Float](x []T, stride int) bool {
+// zRows reports whether sparse products over rows of x, stride wide, run
+// the AVX-512 row kernels: two destination rows at a time (spmmPair), a
+// segment's run of rows in registers (spmmRun, spmmRouteZ) and a whole
+// backward scatter in one call (spmmScatterRowsZ). They need float32 rows
+// of whole 64-column blocks.
+func zRows[T Float](x []T, stride int) bool {
 	var z T
 	return unsafe.Sizeof(z) == 4 && haveAVX512 && stride > 0 && stride%64 == 0
 }
@@ -159,7 +161,7 @@ func pairRows[T Float](x []T, stride int) bool {
 // and d2) at once: one row's sum is a chain of multiply-adds that waits on
 // each one's latency, and two chains interleaved keep the units busy.
 // Each row's terms are added in its own order, so the bits are spmmRow's.
-// Only where pairRows says so, on rows checkRows has checked.
+// Only where zRows says so, on rows checkRows has checked.
 func spmmPair[T Float](d1, d2 []T, ptr, idx []int, w []T, x []T, i, stride int) {
 	f1, t1, f2, t2 := ptr[i], ptr[i+1], ptr[i+1], ptr[i+2]
 	i1, w1 := csrRange(idx, w, f1, t1)
@@ -233,7 +235,7 @@ func (tp *Tape[T]) backSpMMSegMax(n *node[T]) {
 	// shared source element sums its gradients in the order it always
 	// has. With AVX2 the columns go eight at a time, under a mask of the
 	// argmax, with Go's rounding (a product, then a sum).
-	if pairRows(n.a.Data, stride) {
+	if zRows(n.a.Data, stride) {
 		// As the forward pass went: runs of rows in one segment, each
 		// run's gradient, argmax and maximum held in registers.
 		seg := n.seg
@@ -302,7 +304,7 @@ func backSpMM[T Float](n *node[T]) {
 	_, stride := n.a.lead()
 	g := n.out.Grad
 	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
-	if pairRows(ga, stride) {
+	if zRows(ga, stride) {
 		spmmScatterRowsZ(unsafe.SliceData(as32(ga)), unsafe.SliceData(as32(g)), &ptr[0], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), len(ptr)-1, stride, stride)
 		return
 	}

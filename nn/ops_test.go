@@ -519,3 +519,65 @@ func TestConv1DActBits(t *testing.T) {
 		}
 	}
 }
+
+// TestConv1DInPlace: Conv1DAct reading its rows in place (with the rows at
+// the sequences' ends recomputed from copies) gives the bits of the path
+// through a column buffer, forward and backward, for kernels of 1, 3 and
+// 5 steps, sequences as long as the kernel and longer, with and without
+// a bias and a ReLU, and NaN, ±0 and ±∞ among the inputs; cases it does
+// not take (even k, valid convolutions) are unchanged.
+func TestConv1DInPlace(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no packed kernel in this build or on this CPU")
+	}
+	defer func(v bool) { convInPlace = v }(convInPlace)
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	cases := []struct {
+		n, tin, cin, cout, k int
+		same, bias           bool
+		act                  Activation
+	}{
+		{40, 12, 6, 16, 3, true, true, ActReLU},
+		{40, 12, 6, 16, 3, true, false, ActIdentity},
+		{3, 3, 2, 5, 3, true, true, ActReLU},
+		{7, 5, 3, 33, 5, true, true, ActTanh},
+		{50, 9, 4, 8, 1, true, true, ActReLU},
+		{20, 8, 3, 16, 2, true, true, ActReLU},
+		{20, 8, 3, 16, 3, false, true, ActReLU},
+	}
+	for ci, c := range cases {
+		run := func(inPlace bool, specials bool) [][]float32 {
+			convInPlace = inPlace
+			r := rand.New(rand.NewPCG(97, uint64(ci)))
+			x, w, b := NewParam[float32](c.n, c.tin, c.cin), NewParam[float32](c.k*c.cin, c.cout), NewParam[float32](c.cout)
+			for _, p := range []*Tensor[float32]{x, w, b} {
+				copy(p.Data, randf32(r, len(p.Data)))
+			}
+			if specials {
+				for i := range x.Data {
+					if r.IntN(10) == 0 {
+						x.Data[i] = special[r.IntN(len(special))]
+					}
+				}
+			}
+			var bias *Tensor[float32]
+			if c.bias {
+				bias = b
+			}
+			tp := NewTape[float32]()
+			y := tp.Conv1DAct(x, w, bias, c.k, c.same, c.act)
+			tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(randf32(r, len(y.Data)), y.Shape...))))
+			return [][]float32{y.Data, x.Grad, w.Grad, b.Grad}
+		}
+		for _, specials := range []bool{false, true} {
+			want, got := run(false, specials), run(true, specials)
+			for i := range want {
+				if !slices.EqualFunc(got[i], want[i], func(a, b float32) bool {
+					return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+				}) {
+					t.Fatalf("case %d (specials %v) tensor %d: in place %v, column buffer %v", ci, specials, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}
