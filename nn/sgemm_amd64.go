@@ -157,6 +157,16 @@ func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride,
 //go:noescape
 func colSumZ(dst, src *float32, rows, cols int)
 
+// maxUintZ returns the largest of p[0:n] as unsigned (0 for none), and
+// minStepZ the smallest p[i+1] − p[i] over i < n (the largest int for
+// none): checkRows's tests, eight lanes at a time; sgemm_amd64.s.
+//
+//go:noescape
+func maxUintZ(p *int, n int) uint
+
+//go:noescape
+func minStepZ(p *int, n int) int
+
 // packRows16AVX copies k rows of 16 floats, ld apart in src, into dst
 // back to back; sgemm_amd64.s.
 //

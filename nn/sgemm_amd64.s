@@ -1686,3 +1686,92 @@ cs16s:
 csdone:
 	VZEROUPPER
 	RET
+
+// func maxUintZ(p *int, n int) uint
+//
+// The largest of p[0:n] read as unsigned (0 for n = 0): sparse products
+// check their indices against the row count with one comparison per
+// block of rows, eight at a time.
+TEXT ·maxUintZ(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+mu16:
+	CMPQ CX, $16
+	JLT mu8
+	VPMAXUQ 0(SI), Z0, Z0
+	VPMAXUQ 64(SI), Z1, Z1
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JMP mu16
+mu8:
+	VPMAXUQ Z1, Z0, Z0
+	CMPQ CX, $8
+	JLT mutail
+	VPMAXUQ 0(SI), Z0, Z0
+	ADDQ $64, SI
+	SUBQ $8, CX
+mutail:
+	// The horizontal maximum of Z0's eight lanes, then the last n < 8.
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMAXUQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPMAXUQ X1, X0, X0
+	VMOVQ X0, AX
+mutl:
+	TESTQ CX, CX
+	JZ mudone
+	MOVQ (SI), DX
+	CMPQ DX, AX
+	CMOVQHI DX, AX
+	ADDQ $8, SI
+	DECQ CX
+	JMP mutl
+mudone:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET
+
+// func minStepZ(p *int, n int) int
+//
+// The smallest p[i+1] − p[i] over i < n (p holds n+1 values; the largest
+// int for n = 0): a row pointer does not decrease where it is ≥ 0.
+TEXT ·minStepZ(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ $0x7fffffffffffffff, AX
+	VPBROADCASTQ AX, Z0
+ms8:
+	CMPQ CX, $8
+	JLT mstail
+	VMOVDQU64 8(SI), Z1
+	VPSUBQ 0(SI), Z1, Z1
+	VPMINSQ Z1, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $8, CX
+	JMP ms8
+mstail:
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMINSQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMINSQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPMINSQ X1, X0, X0
+	VMOVQ X0, AX
+mstl:
+	TESTQ CX, CX
+	JZ msdone
+	MOVQ 8(SI), DX
+	SUBQ (SI), DX
+	CMPQ DX, AX
+	CMOVQLT DX, AX
+	ADDQ $8, SI
+	DECQ CX
+	JMP mstl
+msdone:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET

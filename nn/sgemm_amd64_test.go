@@ -3,6 +3,7 @@
 package nn
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -359,6 +360,63 @@ func TestColSumZ(t *testing.T) {
 			if !sameBits(got, want) {
 				t.Fatalf("d=%d rows=%d: %v, per-row adds %v", d, rows, got, want)
 			}
+		}
+	}
+}
+
+// TestCheckRowsZ: checkRows's eight-lane tests accept exactly the sparse
+// matrices its loops accept, and a rejected one panics with the loops'
+// message: valid matrices of up to 700 rows, and each with one entry
+// corrupted (an index at, beyond or below the row range, a row pointer
+// that decreases, or one beyond the indices), anywhere in it.
+func TestCheckRowsZ(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	defer func(h bool) { haveAVX512 = h }(haveAVX512)
+	rng := rand.New(rand.NewPCG(51, 52))
+	check := func(z bool, ptr, idx []int, nrow int) (msg string) {
+		haveAVX512 = z
+		defer func() {
+			if r := recover(); r != nil {
+				msg = fmt.Sprint(r)
+			}
+		}()
+		for i := 0; i+1 < len(ptr); i += csrChunk {
+			checkRows("op", ptr, idx, i, min(i+csrChunk, len(ptr)-1), nrow)
+		}
+		return ""
+	}
+	for rep := 0; rep < 400; rep++ {
+		rows, nrow := 1+rng.IntN(700), 1+rng.IntN(50)
+		ptr, idx := randCSR(rng, rows, nrow)
+		corrupt := "none"
+		if rep%5 != 0 && len(idx) > 0 {
+			switch rep % 4 {
+			case 0:
+				idx[max(0, len(idx)-1-rng.IntN(min(len(idx), 2+rep%16)))] = nrow + rng.IntN(3) // often in a tail
+				corrupt = "index beyond"
+			case 1:
+				idx[rng.IntN(len(idx))] = -1 - rng.IntN(3)
+				corrupt = "negative index"
+			case 2:
+				i := 1 + rng.IntN(rows)
+				if rng.IntN(2) == 0 { // among the last rows: a block's tail
+					i = max(1, rows-rng.IntN(8))
+				}
+				ptr[i] = ptr[i-1] - 1 - rng.IntN(2)
+				corrupt = "decreasing pointer"
+			case 3:
+				ptr[1+rng.IntN(rows)] = len(idx) + 1 + rng.IntN(5)
+				corrupt = "pointer beyond"
+			}
+		}
+		want, got := check(false, ptr, idx, nrow), check(true, ptr, idx, nrow)
+		if got != want {
+			t.Fatalf("rep %d (%s): eight-lane check %q, loops %q", rep, corrupt, got, want)
+		}
+		if corrupt != "none" && want == "" {
+			t.Fatalf("rep %d (%s): accepted", rep, corrupt)
 		}
 	}
 }

@@ -96,6 +96,14 @@ func colSumZ(dst, src *float32, rows, cols int) {
 	panic("nn: colSumZ without the assembly kernel")
 }
 
+func maxUintZ(p *int, n int) uint {
+	panic("nn: maxUintZ without the assembly kernel")
+}
+
+func minStepZ(p *int, n int) int {
+	panic("nn: minStepZ without the assembly kernel")
+}
+
 func packRows16AVX(dst, src *float32, ld, k int) {
 	panic("nn: packRows16AVX without the assembly kernel")
 }
