@@ -19,6 +19,63 @@ type Edges[T nn.Float] struct {
 	// The sparse matrices of EdgeConv (see sparseRows), built on first
 	// use after Load.
 	rows [numRowKinds]sparseRows[T]
+	// The rows the edges touch (see used), built on first use after Load.
+	touched used
+}
+
+// used lists the rows a relation's edges touch, for layers that multiply
+// only those: a relation often reaches few of its node types' rows (jobs
+// on GPUs among all jobs, machines with GPUs among all machines).
+type used struct {
+	ok bool
+	// src are the sources with an edge, ascending; srcPos[e] is edge e's
+	// source's position in src.
+	src, srcPos []int
+	// dst are the destinations with an edge, ascending; dstPtr is the
+	// adjacency's row pointer over those rows only (the same edges, in
+	// the same order), and expandPtr, expandIdx a sparse matrix with a
+	// row per destination: one entry of weight 1, its position in dst,
+	// where it has edges, none where it has not.
+	dst, dstPtr, expandPtr, expandIdx []int
+	pos                               []int // scratch: a source's position in src + 1
+}
+
+// used returns the rows e's edges touch, computing them on first use.
+func (e *Edges[T]) used() *used {
+	u := &e.touched
+	if u.ok {
+		return u
+	}
+	adj := e.Adj
+	u.pos = grow(u.pos, e.NumSrc) // source → its position in src + 1; 0: none
+	clear(u.pos)
+	for _, j := range adj.Src {
+		u.pos[j] = 1
+	}
+	u.src = u.src[:0]
+	for j, f := range u.pos {
+		if f != 0 {
+			u.src = append(u.src, j)
+			u.pos[j] = len(u.src)
+		}
+	}
+	u.srcPos = grow(u.srcPos, adj.Len())
+	for k, j := range adj.Src {
+		u.srcPos[k] = u.pos[j] - 1
+	}
+	nd := adj.NumDst()
+	u.dst, u.dstPtr = u.dst[:0], append(u.dstPtr[:0], 0)
+	u.expandPtr, u.expandIdx = append(u.expandPtr[:0], 0), u.expandIdx[:0]
+	for i := 0; i < nd; i++ {
+		if hi := adj.Ptr[i+1]; hi > adj.Ptr[i] {
+			u.expandIdx = append(u.expandIdx, len(u.dst))
+			u.dst = append(u.dst, i)
+			u.dstPtr = append(u.dstPtr, hi)
+		}
+		u.expandPtr = append(u.expandPtr, len(u.expandIdx))
+	}
+	u.ok = true
+	return u
 }
 
 // NumDst returns the number of destination nodes.
@@ -30,6 +87,7 @@ func (e *Edges[T]) Load(adj *CSR, numSrc int) {
 	for k := range e.rows {
 		e.rows[k].ok = false
 	}
+	e.touched.ok = false
 	e.Feat = setTensor(e.Feat, adj.Feat, adj.Len(), adj.FeatDim, -1)
 	e.InvDeg = grow(e.InvDeg, adj.Len())
 	for i := 0; i < adj.NumDst(); i++ {

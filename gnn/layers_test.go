@@ -33,8 +33,69 @@ func TestSAGEGradients(t *testing.T) {
 		l := NewSAGE(ps, "sage", in, in+1, out, rng)
 		randomise(rng, l.Bias)
 		xs, xd := randTensor(rng, ns, in), randTensor(rng, nd, in+1)
-		checkGrad(t, fmt.Sprintf("SAGE/%d/src=%d/dst=%d", rep, ns, nd), rng, append(params(ps), xs, xd),
-			func(tp *nn.Tape[float64]) *nn.Tensor[float64] { return l.Forward(tp, xs, xd, e) })
+		for order := -1; order < 4; order++ { // the cheapest, then each
+			sageOrder = order
+			checkGrad(t, fmt.Sprintf("SAGE/%d/src=%d/dst=%d/order=%d", rep, ns, nd, order), rng, append(params(ps), xs, xd),
+				func(tp *nn.Tape[float64]) *nn.Tensor[float64] { return l.Forward(tp, xs, xd, e) })
+		}
+		sageOrder = -1
+	}
+}
+
+// TestSAGEOrders: the four orders of SAGE's product and mean (all sources,
+// all destinations, the sources with an edge, the destinations with an
+// edge) give the same messages, on relations where some sources and
+// destinations have no edge, and the order Terms picks by cost is the one
+// with the fewest rows to project where they differ most.
+func TestSAGEOrders(t *testing.T) {
+	defer func() { sageOrder = -1 }()
+	rng := rand.New(rand.NewPCG(4, 4))
+	for rep := 0; rep < 20; rep++ {
+		ns, nd := 1+rng.IntN(30), 1+rng.IntN(30)
+		e := relationCase(rng, ns, nd, 0)
+		ps := nn.NewParams[float64]()
+		l := NewSAGEMessages(ps, "sage", 5, 4, rng)
+		xs, xd := randTensor(rng, ns, 5), randTensor(rng, nd, 1)
+		var ref []float64
+		for order := 0; order < 4; order++ {
+			sageOrder = order
+			got := l.Messages(nn.NewTape[float64](), xs, xd, e).Data
+			if order == 0 {
+				ref = got
+				continue
+			}
+			for i := range got {
+				if math.Abs(got[i]-ref[i]) > 1e-12*max(1, math.Abs(ref[i])) {
+					t.Fatalf("rep %d order %d: messages %v, order 0 %v", rep, order, got, ref)
+				}
+			}
+		}
+	}
+	// 1,000 sources of which 3 have edges into 1,000 destinations: only the
+	// used sources are worth projecting.
+	var src, dst []int32
+	for i := range 10 {
+		src, dst = append(src, int32(i%3)), append(dst, int32(i*97))
+	}
+	var c CSR
+	c.SetCOO(1000, src, dst, nil, 0)
+	e := new(Edges[float64])
+	e.Load(&c, 1000)
+	ps := nn.NewParams[float64]()
+	l := NewSAGEMessages(ps, "sage", 8, 8, rng)
+	sageOrder = -1
+	if o := l.order(e); o != 2 {
+		t.Errorf("order %d, want 2 (the used sources projected)", o)
+	}
+	// The reverse: 3 destinations of 1,000 reached from all 1,000 sources.
+	src, dst = src[:0], dst[:0]
+	for i := range 1000 {
+		src, dst = append(src, int32(i)), append(dst, int32(i%3*300))
+	}
+	c.SetCOO(1000, src, dst, nil, 0)
+	e.Load(&c, 1000)
+	if o := l.order(e); o != 3 {
+		t.Errorf("order %d, want 3 (the used destinations projected)", o)
 	}
 }
 

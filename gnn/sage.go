@@ -74,20 +74,67 @@ func (l *SAGE[T]) Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]
 	return t.X
 }
 
+// order returns the order of product and mean Terms takes for e: 0 to
+// project every source, 1 to project every destination (in the sum), 2
+// to project the sources with an edge, 3 the destinations with one.
+func (l *SAGE[T]) order(e *Edges[T]) int {
+	if sageOrder >= 0 {
+		return sageOrder
+	}
+	in, out := l.Neigh.Shape[0], l.Neigh.Shape[1]
+	ns, nd, ne := e.NumSrc, e.NumDst(), e.Adj.Len()
+	u := e.used()
+	nsu, ndu := len(u.src), len(u.dst)
+	costs := [...]int{ // multiply-adds, and the additions of a spread term
+		ns*in*out + ne*out,
+		nd*in*out + ne*in,
+		nsu*in + nsu*in*out + ne*out,
+		ne*in + ndu*in*out + nd*out + nd*out,
+	}
+	best := 1 // on a tie, the product in the sum
+	for k, c := range costs {
+		if c < costs[best] {
+			best = k
+		}
+	}
+	return best
+}
+
+// sageOrder, when not −1, makes Terms take that order (the tests compare
+// them).
+var sageOrder = -1
+
 // Terms returns Messages as one term for a [HeteroConv]: the product of
 // the averaged source rows and W_neigh when the product is on the
 // destination side, so that the sum computes it in place.
+//
+// The mean is linear, so W_neigh can be applied before or after it, and
+// only to the rows the edges touch; Terms takes whichever of four orders
+// costs the fewest multiply-adds:
+//   - project every source row, then average (when sources are fewer);
+//   - average into every destination row, then project (in the sum);
+//   - project only the sources with an edge (jobs on GPUs among all jobs,
+//     machines with GPUs among all machines), then average;
+//   - average into the destinations with an edge, project those, and
+//     spread them over all destination rows (zeros for the others).
+//
+// Every order gives the same values up to rounding.
 func (l *SAGE[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T]) {
 	checkEdges("SAGE", xSrc, xDst, e)
-	in, out := l.Neigh.Shape[0], l.Neigh.Shape[1]
+	in := l.Neigh.Shape[0]
 	if xSrc.Shape[1] != in {
 		panic(fmt.Sprintf("gnn: SAGE: source rows have %d features, weights expect %d", xSrc.Shape[1], in))
 	}
-	ns, nd, ne := e.NumSrc, e.NumDst(), e.Adj.Len()
-	adj := e.Adj
-	projectFirst := ns*in*out+ne*out < nd*in*out+ne*in
-	if projectFirst {
+	adj, u := e.Adj, e.used()
+	switch l.order(e) {
+	case 0:
 		return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, tp.MatMul(xSrc, l.Neigh, false, false))}, t2
+	case 2:
+		p := tp.MatMul(tp.GatherRows(xSrc, u.src), l.Neigh, false, false)
+		return nn.Term[T]{X: tp.SpMM(adj.Ptr, u.srcPos, e.InvDeg, p)}, t2
+	case 3:
+		p := tp.MatMul(tp.SpMM(u.dstPtr, adj.Src, e.InvDeg, xSrc), l.Neigh, false, false)
+		return nn.Term[T]{X: tp.SpMM(u.expandPtr, u.expandIdx, nil, p)}, t2
 	}
 	return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, xSrc), W: l.Neigh}, t2
 }
