@@ -53,7 +53,10 @@
 // ([nn.Tape.SpMM]) are nn's. The layers are arranged to do little work
 // per edge: aggregation is fused with the gather (no edge-sized
 // intermediate), SAGE multiplies on whichever side of an edge has fewer
-// rows, EdgeConv multiplies node rows rather than edge rows (its first
+// rows, counting only the rows its edges touch (a relation into GPUs
+// reaches the machines that have them, not all machines), a relation
+// without edges is skipped, EdgeConv multiplies node rows rather than
+// edge rows (its first
 // layer is linear in [x_i, x_j − x_i, e_ij]), and a heterogeneous layer
 // multiplies each type's root term once, not once per relation. A type's
 // terms are summed by [nn.Tape.SumTerms]: the products accumulate into

@@ -69,9 +69,9 @@ func NewEdgeConv[T nn.Float](ps *nn.Params[T], name string, in, edgeDim int, siz
 func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T] {
 	t1, t2 := l.Terms(tp, xSrc, xDst, e)
 	if t2.X != nil {
-		return tp.Add(t1.X, t2.X)
+		return tp.Add(tp.Value(t1), tp.Value(t2))
 	}
-	return t1.X
+	return tp.Value(t1)
 }
 
 // Terms returns Forward's result as one or two terms for a [HeteroConv]:
@@ -119,12 +119,12 @@ func (l *EdgeConv[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T
 		// max needs the u_ij per edge, but two rows fewer of each.
 		if l.Agg == AggMean {
 			ptr, idx, w := e.sparse(rowsMean)
-			return nn.Term[T]{X: tp.SpMM(ptr, idx, w, z)}, t2
+			return nn.Term[T]{X: z, Ptr: ptr, Idx: idx, Weights: w}, t2
 		}
 		ptr, idx, w := e.sparse(rowsEdgeTail)
 		u := tp.SpMMSegmentMax(ptr, idx, w, z, adj.Dst, adj.NumDst())
 		ptr, idx, w = e.sparse(rowsHead)
-		return nn.Term[T]{X: u}, nn.Term[T]{X: tp.SpMM(ptr, idx, w, z)}
+		return nn.Term[T]{X: u}, nn.Term[T]{X: z, Ptr: ptr, Idx: idx, Weights: w}
 	}
 	ptr, idx, w := e.sparse(rowsEdge)
 	m := tp.SpMM(ptr, idx, w, z)

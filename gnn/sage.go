@@ -68,10 +68,7 @@ func (l *SAGE[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T])
 // project). The result is the same up to rounding.
 func (l *SAGE[T]) Messages(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) *nn.Tensor[T] {
 	t, _ := l.Terms(tp, xSrc, xDst, e)
-	if t.W != nil {
-		return tp.MatMul(t.X, t.W, false, false)
-	}
-	return t.X
+	return tp.Value(t)
 }
 
 // order returns the order of product and mean Terms takes for e: 0 to
@@ -126,15 +123,18 @@ func (l *SAGE[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (
 		panic(fmt.Sprintf("gnn: SAGE: source rows have %d features, weights expect %d", xSrc.Shape[1], in))
 	}
 	adj, u := e.Adj, e.used()
+	// The aggregation after a projection is a sparse term: the sum adds its
+	// rows as they are computed.
 	switch l.order(e) {
 	case 0:
-		return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, tp.MatMul(xSrc, l.Neigh, false, false))}, t2
+		p := tp.MatMul(xSrc, l.Neigh, false, false)
+		return nn.Term[T]{X: p, Ptr: adj.Ptr, Idx: adj.Src, Weights: e.InvDeg}, t2
 	case 2:
 		p := tp.MatMul(tp.GatherRows(xSrc, u.src), l.Neigh, false, false)
-		return nn.Term[T]{X: tp.SpMM(adj.Ptr, u.srcPos, e.InvDeg, p)}, t2
+		return nn.Term[T]{X: p, Ptr: adj.Ptr, Idx: u.srcPos, Weights: e.InvDeg}, t2
 	case 3:
 		p := tp.MatMul(tp.SpMM(u.dstPtr, adj.Src, e.InvDeg, xSrc), l.Neigh, false, false)
-		return nn.Term[T]{X: tp.SpMM(u.expandPtr, u.expandIdx, nil, p)}, t2
+		return nn.Term[T]{X: p, Ptr: u.expandPtr, Idx: u.expandIdx}, t2
 	}
 	return nn.Term[T]{X: tp.SpMM(adj.Ptr, adj.Src, e.InvDeg, xSrc), W: l.Neigh}, t2
 }

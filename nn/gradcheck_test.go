@@ -209,6 +209,21 @@ func testGradients(t *testing.T) {
 		add("SumTerms/tanh", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
 			return tp.SumTerms(ActTanh, in[2], Term[float64]{X: in[0], W: in[1]})
 		}, tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
+		// Sparse terms: with a bias and a product, twice with the same
+		// rows (and once without weights); the last term under a fused
+		// ReLU; the only term.
+		sp, si := randCSR(rng, m, 5)
+		sw := randn(rng, len(si))
+		add("SumTerms/sparse", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActIdentity, in[3], Term[float64]{X: in[0], Ptr: sp, Idx: si, Weights: sw},
+				Term[float64]{X: in[1], W: in[2]}, Term[float64]{X: in[0], Ptr: sp, Idx: si})
+		}, tn(randn(rng, 5*n), 5, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n), tn(randn(rng, n), n))
+		add("SumTerms/sparse-relu", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActReLU, nil, Term[float64]{X: in[1], W: in[2]}, Term[float64]{X: in[0], Ptr: sp, Idx: si, Weights: sw})
+		}, tn(randn(rng, 5*n), 5, n), tn(randn(rng, m*k), m, k), tn(randn(rng, k*n), k, n))
+		add("SumTerms/sparse-one", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {
+			return tp.SumTerms(ActIdentity, nil, Term[float64]{X: in[0], Ptr: sp, Idx: si, Weights: sw})
+		}, tn(randn(rng, 5*n), 5, n))
 		// Products and plain rows stacked; in[2] both a weight and
 		// stacked rows, in[0] twice.
 		add("StackTerms", func(tp *Tape[float64], in []*Tensor[float64]) *Tensor[float64] {

@@ -74,14 +74,43 @@ func (tp *Tape[T]) backAffine(n *node[T]) {
 }
 
 // A Term is one summand of [Tape.SumTerms] (or block of [Tape.StackTerms]):
-// the product X·W when W is not nil, else X itself.
-type Term[T Float] struct{ X, W *Tensor[T] }
+// the product X·W when W is not nil, the sparse product [Tape.SpMM](Ptr,
+// Idx, Weights, X) when Ptr is not nil (SumTerms only), else X itself.
+//
+// A sparse term (a graph layer's aggregation) is added to the sum row by
+// row as it is computed, and takes its gradient from the sum's in the
+// backward pass: neither the aggregated rows nor their gradient are
+// stored on their own.
+type Term[T Float] struct {
+	X, W     *Tensor[T]
+	Ptr, Idx []int // a sparse term's matrix, as SpMM's
+	Weights  []T   // a sparse term's weights (nil: 1); copied by SumTerms
+}
+
+// Value returns the term's value as a tensor of its own (for a caller that
+// needs it outside a sum).
+func (tp *Tape[T]) Value(tm Term[T]) *Tensor[T] {
+	switch {
+	case tm.Ptr != nil:
+		return tp.SpMM(tm.Ptr, tm.Idx, tm.Weights, tm.X)
+	case tm.W != nil:
+		return tp.MatMul(tm.X, tm.W, false, false)
+	}
+	return tm.X
+}
 
 // shape returns the term's rows and columns, and panics, naming op and
 // term i, unless X (and W) are matrices whose product is defined.
 func (tm Term[T]) shape(op string, i int) (rows, cols int) {
 	checkRank(op, tm.X, 2)
 	rows, cols = tm.X.Shape[0], tm.X.Shape[1]
+	if tm.Ptr != nil {
+		if tm.W != nil || op != "SumTerms" {
+			panic(fmt.Sprintf("nn: %s: term %d: a sparse term with a product, or outside SumTerms", op, i))
+		}
+		checkCSR(op, tm.Ptr, tm.Idx, tm.Weights)
+		return len(tm.Ptr) - 1, cols
+	}
 	if tm.W != nil {
 		checkRank(op, tm.W, 2)
 		if tm.W.Shape[0] != cols {
@@ -159,6 +188,8 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 	case first >= 0:
 		x, w := terms[first].X, terms[first].W
 		tp.scratch.product(m, n, x.Shape[1], x.Data, w.Data, b, false, relu && last == start, o)
+	case terms[0].Ptr != nil:
+		tp.sparseInto(o, terms[0], false, false)
 	default:
 		copy(o, terms[0].X.Data)
 	}
@@ -169,6 +200,8 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 			if r && tm.W == nil { // one plain term, no bias: nothing added
 				reluVec(o)
 			}
+		case tm.Ptr != nil:
+			tp.sparseInto(o, tm, true, r)
 		case tm.W != nil:
 			tp.scratch.product(m, n, tm.X.Shape[1], tm.X.Data, tm.W.Data, nil, true, r, o)
 		case r:
@@ -180,6 +213,9 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 	if out.RequiresGrad {
 		for i, tm := range terms {
 			nd := node[T]{op: opSumTerm, out: out, a: tm.X, b: tm.W, i0: m, i1: n, i2: tm.X.Shape[1]}
+			if tm.Ptr != nil {
+				nd.ints, nd.idx, nd.aux = tm.Ptr, tm.Idx, tp.keepWeights(tm.Weights, out)
+			}
 			if i == 0 {
 				nd.c = bias
 			}
@@ -200,13 +236,58 @@ func (tp *Tape[T]) backSumTerm(n *node[T]) {
 	if n.f1 == 1 {
 		reluGradInPlace(g, n.out.Data)
 	}
-	if n.b != nil {
+	switch {
+	case n.ints != nil: // a sparse term: SpMM's backward pass, from the sum's gradient
+		if gx := gradOf(n.a); gx != nil {
+			_, stride := n.a.lead()
+			spmmBackward(gx, g, n.ints, n.idx, n.sparseWeights(), stride)
+		}
+	case n.b != nil:
 		tp.backProduct(n, g)
-	} else if gx, fresh := gradFor(n.a); gx != nil {
-		accumulate(gx, g, fresh)
+	default:
+		if gx, fresh := gradFor(n.a); gx != nil {
+			accumulate(gx, g, fresh)
+		}
 	}
 	if n.c != nil {
 		addRows(gradOf(n.c), g)
+	}
+}
+
+// sparseInto writes (add false) or adds (add true; with relu, then takes
+// max(·, 0)) the rows of a sparse term into o, each row's sum computed
+// into a scratch row first, as SpMM computes it, so the result has the
+// bits of SpMM followed by copy, addTo or addRelu, without SpMM's rows
+// ever being stored together.
+func (tp *Tape[T]) sparseInto(o []T, tm Term[T], add, relu bool) {
+	ptr, idx, w, x := tm.Ptr, tm.Idx, tm.Weights, tm.X
+	nrow, stride := x.lead()
+	buf := tp.allocRaw(false, 2*stride).Data
+	s1, s2 := buf[:stride], buf[stride:]
+	pair := zRows(x.Data, stride)
+	put := func(i int, src []T) {
+		dst := o[i*stride : (i+1)*stride]
+		switch {
+		case !add:
+			copy(dst, src)
+		case relu:
+			addRelu(dst, src)
+		default:
+			addTo(dst, src)
+		}
+	}
+	for i := 0; i+1 < len(ptr); {
+		end := min(i+csrChunk, len(ptr)-1)
+		checkRows("SumTerms", ptr, idx, i, end, nrow)
+		for ; pair && i+2 <= end; i += 2 {
+			spmmPair(s1, s2, ptr, idx, w, x.Data, i, stride)
+			put(i, s1)
+			put(i+1, s2)
+		}
+		for ; i < end; i++ {
+			spmmRow(s1, ptr[i], ptr[i+1], idx, w, x.Data, stride)
+			put(i, s1)
+		}
 	}
 }
 
@@ -247,7 +328,14 @@ func addRelu[T Float](dst, src []T) {
 		addReluAVX(&as32(dst)[0], &as32(src)[0], j)
 	}
 	for ; j < len(dst); j++ {
-		dst[j] = max(dst[j]+src[j], 0)
+		// A NaN keeps the bits the addition gave it, as in the AVX lanes
+		// (Go's max may return another NaN; ReLU's gradient mask reads
+		// the sign bit, so a row's tail must agree with the lanes).
+		if v := dst[j] + src[j]; v == v {
+			dst[j] = max(v, 0)
+		} else {
+			dst[j] = v
+		}
 	}
 }
 
@@ -901,10 +989,18 @@ func (tp *Tape[T]) StackTerms(terms ...Term[T]) *Tensor[T] {
 // backStackTerm gives one term of StackTerms its gradient from its rows.
 func (tp *Tape[T]) backStackTerm(n *node[T]) {
 	g := n.out.Grad[n.i3*n.i1 : (n.i3+n.i0)*n.i1]
-	if n.b != nil {
+	switch {
+	case n.ints != nil: // a sparse term: SpMM's backward pass, from the sum's gradient
+		if gx := gradOf(n.a); gx != nil {
+			_, stride := n.a.lead()
+			spmmBackward(gx, g, n.ints, n.idx, n.sparseWeights(), stride)
+		}
+	case n.b != nil:
 		tp.backProduct(n, g)
-	} else if gx, fresh := gradFor(n.a); gx != nil {
-		accumulate(gx, g, fresh)
+	default:
+		if gx, fresh := gradFor(n.a); gx != nil {
+			accumulate(gx, g, fresh)
+		}
 	}
 }
 

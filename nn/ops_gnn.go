@@ -314,8 +314,14 @@ func backSpMM[T Float](n *node[T]) {
 		return
 	}
 	_, stride := n.a.lead()
-	g := n.out.Grad
-	ptr, idx, w := n.ints, n.idx, n.sparseWeights()
+	spmmBackward(ga, n.out.Grad, n.ints, n.idx, n.sparseWeights(), stride)
+}
+
+// spmmBackward adds the gradient of SpMM(ptr, idx, w, x) for the rows' gradient g
+// to x's gradient ga (rows stride wide): each row's gradient, times each
+// entry's weight, scattered to the entry's row of x, rows and entries in
+// order.
+func spmmBackward[T Float](ga, g []T, ptr, idx []int, w []T, stride int) {
 	if zRows(ga, stride) {
 		spmmScatterRowsZ(unsafe.SliceData(as32(ga)), unsafe.SliceData(as32(g)), &ptr[0], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), len(ptr)-1, stride, stride)
 		return
