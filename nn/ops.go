@@ -256,15 +256,22 @@ func (tp *Tape[T]) backSumTerm(n *node[T]) {
 
 // sparseInto writes (add false) or adds (add true; with relu, then takes
 // max(·, 0)) the rows of a sparse term into o, each row's sum computed
-// into a scratch row first, as SpMM computes it, so the result has the
-// bits of SpMM followed by copy, addTo or addRelu, without SpMM's rows
-// ever being stored together.
+// as SpMM computes it (in registers, two rows at a time, where the
+// AVX-512 row kernels run; else into a scratch row), so the result has
+// the bits of SpMM followed by copy, addTo or addRelu, without SpMM's
+// rows ever being stored together.
 func (tp *Tape[T]) sparseInto(o []T, tm Term[T], add, relu bool) {
 	ptr, idx, w, x := tm.Ptr, tm.Idx, tm.Weights, tm.X
 	nrow, stride := x.lead()
-	buf := tp.allocRaw(false, 2*stride).Data
-	s1, s2 := buf[:stride], buf[stride:]
+	s1 := tp.allocRaw(false, stride).Data
 	pair := zRows(x.Data, stride)
+	mode := 0 // spmmPair's: store, add, add with ReLU
+	if add {
+		mode = 1
+		if relu {
+			mode = 2
+		}
+	}
 	put := func(i int, src []T) {
 		dst := o[i*stride : (i+1)*stride]
 		switch {
@@ -280,9 +287,8 @@ func (tp *Tape[T]) sparseInto(o []T, tm Term[T], add, relu bool) {
 		end := min(i+csrChunk, len(ptr)-1)
 		checkRows("SumTerms", ptr, idx, i, end, nrow)
 		for ; pair && i+2 <= end; i += 2 {
-			spmmPair(s1, s2, ptr, idx, w, x.Data, i, stride)
-			put(i, s1)
-			put(i+1, s2)
+			// Two rows summed in registers and stored, or added, in place.
+			spmmPair(o[i*stride:(i+1)*stride], o[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride, mode)
 		}
 		for ; i < end; i++ {
 			spmmRow(s1, ptr[i], ptr[i+1], idx, w, x.Data, stride)

@@ -34,7 +34,7 @@ func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 		end := min(i+csrChunk, len(ptr)-1)
 		checkRows("SpMM", ptr, idx, i, end, nrow)
 		for ; pair && i+2 <= end; i += 2 {
-			spmmPair(out.Data[i*stride:(i+1)*stride], out.Data[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride)
+			spmmPair(out.Data[i*stride:(i+1)*stride], out.Data[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride, 0)
 		}
 		for ; i < end; i++ {
 			spmmRow(out.Data[i*stride:(i+1)*stride], ptr[i], ptr[i+1], idx, w, x.Data, stride)
@@ -173,13 +173,15 @@ func zRows[T Float](x []T, stride int) bool {
 // and d2) at once: one row's sum is a chain of multiply-adds that waits on
 // each one's latency, and two chains interleaved keep the units busy.
 // Each row's terms are added in its own order, so the bits are spmmRow's.
-// Only where zRows says so, on rows checkRows has checked.
-func spmmPair[T Float](d1, d2 []T, ptr, idx []int, w []T, x []T, i, stride int) {
+// mode 1 adds the sums to d1 and d2 instead (addTo's bits), mode 2 then
+// takes max(·, 0) (addRelu's). Only where zRows says so, on rows
+// checkRows has checked.
+func spmmPair[T Float](d1, d2 []T, ptr, idx []int, w []T, x []T, i, stride, mode int) {
 	f1, t1, f2, t2 := ptr[i], ptr[i+1], ptr[i+1], ptr[i+2]
 	i1, w1 := csrRange(idx, w, f1, t1)
 	i2, w2 := csrRange(idx, w, f2, t2)
 	d1, d2 = d1[:stride], d2[:stride]
-	spmmRows2Z(&as32(d1)[0], &as32(d2)[0], unsafe.SliceData(as32(x)), i1, w1, t1-f1, i2, w2, t2-f2, stride, stride)
+	spmmRows2Z(&as32(d1)[0], &as32(d2)[0], unsafe.SliceData(as32(x)), i1, w1, t1-f1, i2, w2, t2-f2, stride, stride, mode)
 }
 
 // spmmRow writes Σ w[e]·x[idx[e]] over e in [from, to) into dst (w nil:

@@ -111,10 +111,11 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 
 // spmmRows2Z is spmmRowAVX for two rows at once (idx1, w1, n1 into dst1;
 // idx2, w2, n2 into dst2), in AVX-512, for cols a multiple of 64; the
-// same bits; sgemm_amd64.s.
+// same bits. mode 1 adds the sums to the rows (addTo's bits), mode 2 then
+// takes max(·, 0) (addRelu's); sgemm_amd64.s.
 //
 //go:noescape
-func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int)
+func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int)
 
 // spmmMaxArgZ takes the messages of n rows of a sparse product (numbered
 // e, e+1, ...; row i's entries [ptr[i], ptr[i+1]) of idx and w), all of one

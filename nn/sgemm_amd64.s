@@ -1147,9 +1147,9 @@ ardone:
 	VZEROUPPER
 	RET
 
-// func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int)
+// func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int)
 //
-// spmmRowAVX for two destination rows at once, in AVX-512 registers, for
+// With mode 0, spmmRowAVX for two destination rows at once, in AVX-512 registers, for
 // cols a multiple of 64: dst1[j] = Σ_{e<n1} w1[e]·x[idx1[e]*stride+j] and
 // likewise dst2 (nil weights mean 1). A row's sum is one chain of fused
 // multiply-adds, so one row alone waits on the multiply-add's latency;
@@ -1157,7 +1157,9 @@ ardone:
 // multiply-add units. Each row's terms are added in its own order, from
 // +0, so the bits are spmmRowAVX's. Z0-Z3 hold row 1's 64 columns, Z4-Z7
 // row 2's, Z8 and Z9 the weights.
-TEXT ·spmmRows2Z(SB), NOSPLIT, $0-88
+// Mode 1 adds the sums to dst1 and dst2 as addAVX would (dst += sum),
+// mode 2 as addReluAVX would (dst = max(dst + sum, 0)).
+TEXT ·spmmRows2Z(SB), NOSPLIT, $0-96
 	MOVQ dst1+0(FP), DI
 	MOVQ dst2+8(FP), DX
 	MOVQ x+16(FP), SI
@@ -1254,6 +1256,47 @@ r2o2:
 	INCQ BX
 	JMP r2two1
 r2store:
+	MOVQ mode+88(FP), AX
+	TESTQ AX, AX
+	JZ r2put
+	// mode 1: dst + sum, as addAVX adds (dst the first operand, whose NaN
+	// an addition keeps); mode 2: then max(·, 0) + 0, as addReluAVX.
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VMOVUPS 0(DX), Z20
+	VMOVUPS 64(DX), Z21
+	VMOVUPS 128(DX), Z22
+	VMOVUPS 192(DX), Z23
+	VADDPS Z0, Z16, Z0
+	VADDPS Z1, Z17, Z1
+	VADDPS Z2, Z18, Z2
+	VADDPS Z3, Z19, Z3
+	VADDPS Z4, Z20, Z4
+	VADDPS Z5, Z21, Z5
+	VADDPS Z6, Z22, Z6
+	VADDPS Z7, Z23, Z7
+	CMPQ AX, $2
+	JNE r2put
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0
+	VMAXPS Z1, Z24, Z1
+	VMAXPS Z2, Z24, Z2
+	VMAXPS Z3, Z24, Z3
+	VMAXPS Z4, Z24, Z4
+	VMAXPS Z5, Z24, Z5
+	VMAXPS Z6, Z24, Z6
+	VMAXPS Z7, Z24, Z7
+	VADDPS Z24, Z0, Z0
+	VADDPS Z24, Z1, Z1
+	VADDPS Z24, Z2, Z2
+	VADDPS Z24, Z3, Z3
+	VADDPS Z24, Z4, Z4
+	VADDPS Z24, Z5, Z5
+	VADDPS Z24, Z6, Z6
+	VADDPS Z24, Z7, Z7
+r2put:
 	VMOVUPS Z0, 0(DI)
 	VMOVUPS Z1, 64(DI)
 	VMOVUPS Z2, 128(DI)

@@ -72,7 +72,7 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int) {
 	panic("nn: spmmRowAVX without the assembly kernel")
 }
 
-func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols int) {
+func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int) {
 	panic("nn: spmmRows2Z without the assembly kernel")
 }
 
