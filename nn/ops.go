@@ -128,8 +128,8 @@ func (tm Term[T]) requiresGrad() bool {
 }
 
 // SumTerms returns act(bias + Σ terms), every term [m, n] (a product's X
-// [m, k] and W [k, n]) and bias, unless nil, an n-element row added to
-// every row. It is Affine, AddN and the activation in one operation, for
+// [m, k] and W [k, n]; a sparse term's matrix has m rows) and bias, unless
+// nil, an n-element row added to every row. It is Affine, AddN and the activation in one operation, for
 // sums such as a graph layer's root term plus one term per relation: the
 // products accumulate into the result as they are computed, so no term is
 // stored on its own and summed later; a ReLU is applied by the last
@@ -995,18 +995,10 @@ func (tp *Tape[T]) StackTerms(terms ...Term[T]) *Tensor[T] {
 // backStackTerm gives one term of StackTerms its gradient from its rows.
 func (tp *Tape[T]) backStackTerm(n *node[T]) {
 	g := n.out.Grad[n.i3*n.i1 : (n.i3+n.i0)*n.i1]
-	switch {
-	case n.ints != nil: // a sparse term: SpMM's backward pass, from the sum's gradient
-		if gx := gradOf(n.a); gx != nil {
-			_, stride := n.a.lead()
-			spmmBackward(gx, g, n.ints, n.idx, n.sparseWeights(), stride)
-		}
-	case n.b != nil:
+	if n.b != nil {
 		tp.backProduct(n, g)
-	default:
-		if gx, fresh := gradFor(n.a); gx != nil {
-			accumulate(gx, g, fresh)
-		}
+	} else if gx, fresh := gradFor(n.a); gx != nil {
+		accumulate(gx, g, fresh)
 	}
 }
 

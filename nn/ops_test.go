@@ -329,6 +329,13 @@ func TestPanics(t *testing.T) {
 		"terms shapes":   func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a}, Term[float64]{X: Zeros[float64](3, 2)}) },
 		"terms inner":    func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, W: Zeros[float64](2, 3)}) },
 		"terms bias":     func() { tp.SumTerms(ActIdentity, Zeros[float64](2), Term[float64]{X: a}) },
+		"sparse product": func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, W: Zeros[float64](3, 3), Ptr: []int{0, 0}}) },
+		"sparse stacked": func() { tp.StackTerms(Term[float64]{X: a, Ptr: []int{0, 1}, Idx: []int{0}}) },
+		"sparse rows": func() {
+			tp.SumTerms(ActIdentity, nil, Term[float64]{X: a}, Term[float64]{X: a, Ptr: []int{0, 1}, Idx: []int{0}})
+		},
+		"sparse index":   func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, Ptr: []int{0, 1, 1}, Idx: []int{2}}) },
+		"sparse pointer": func() { tp.SumTerms(ActIdentity, nil, Term[float64]{X: a, Ptr: []int{0, 2}, Idx: []int{0}}) },
 	} {
 		func() {
 			defer func() {
