@@ -67,33 +67,31 @@ func reportPerNode(b *testing.B, g *Graph) {
 	b.ReportMetric(float64(g.TotalNodes()), "nodes")
 }
 
+// benchPasses runs pass (the encoder's forward or forward+backward pass
+// over g) once to warm the buffers, then b.N times, and reports per node.
+func benchPasses(b *testing.B, g *Graph, backward bool) {
+	be := newBenchEncoder(b, g)
+	pass := func() { be.forward() }
+	if backward {
+		pass = be.step
+	}
+	pass()
+	b.ReportAllocs()
+	for b.Loop() {
+		pass()
+	}
+	reportPerNode(b, g)
+}
+
 func BenchmarkEncoderForward(b *testing.B) {
 	for _, m := range benchMachines {
-		b.Run(fmt.Sprintf("machines=%d", m), func(b *testing.B) {
-			g := benchSynthetic(b, m)
-			be := newBenchEncoder(b, g)
-			be.forward()
-			b.ReportAllocs()
-			for b.Loop() {
-				be.forward()
-			}
-			reportPerNode(b, g)
-		})
+		b.Run(fmt.Sprintf("machines=%d", m), func(b *testing.B) { benchPasses(b, benchSynthetic(b, m), false) })
 	}
 }
 
 func BenchmarkEncoderForwardBackward(b *testing.B) {
 	for _, m := range benchMachines {
-		b.Run(fmt.Sprintf("machines=%d", m), func(b *testing.B) {
-			g := benchSynthetic(b, m)
-			be := newBenchEncoder(b, g)
-			be.step()
-			b.ReportAllocs()
-			for b.Loop() {
-				be.step()
-			}
-			reportPerNode(b, g)
-		})
+		b.Run(fmt.Sprintf("machines=%d", m), func(b *testing.B) { benchPasses(b, benchSynthetic(b, m), true) })
 	}
 }
 
@@ -111,13 +109,7 @@ func BenchmarkEncoderForwardMachines(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			be := newBenchEncoder(b, g)
-			be.forward()
-			b.ReportAllocs()
-			for b.Loop() {
-				be.forward()
-			}
-			reportPerNode(b, g)
+			benchPasses(b, g, false)
 		})
 	}
 }
@@ -145,13 +137,7 @@ func BenchmarkEncoderForwardEnv(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			be := newBenchEncoder(b, g)
-			be.forward()
-			b.ReportAllocs()
-			for b.Loop() {
-				be.forward()
-			}
-			reportPerNode(b, g)
+			benchPasses(b, g, false)
 		})
 	}
 }
