@@ -201,3 +201,31 @@ func TestSamplerDeterminism(t *testing.T) {
 		t.Error("Seed does not restart the sequence")
 	}
 }
+
+// TestSamplerShares: Sample shares a relation that no destination's
+// degree exceeds the fanout of (the same edges, not copied), samples the
+// others into its own buffers, and gives the graph SampleCSR gives, edge
+// for edge, with the same random draws.
+func TestSamplerShares(t *testing.T) {
+	g, err := Synthetic(DefaultSyntheticConfig(200, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, ref := NewSampler(5, 9), NewSampler(5, 9) // network degree 9 > 5; NVLink 7 > 5; PCIe 8 > 5
+	var out Graph
+	for round := range 3 {
+		s.Sample(g, &out)
+		for r := Relation(0); r < NumRelations; r++ {
+			var want CSR
+			ref.SampleCSR(&g.Adj[r], &want, 5)
+			got := &out.Adj[r]
+			if !slices.Equal(got.Ptr, want.Ptr) || !slices.Equal(got.Src, want.Src) || !slices.Equal(got.Feat, want.Feat) {
+				t.Fatalf("round %d relation %s: sample differs from SampleCSR", round, r)
+			}
+			shared := len(got.Src) > 0 && &got.Src[0] == &g.Adj[r].Src[0]
+			if over := maxDegree(&g.Adj[r]) > 5; over == shared {
+				t.Errorf("round %d relation %s: max degree %d, shared %v", round, r, maxDegree(&g.Adj[r]), shared)
+			}
+		}
+	}
+}

@@ -24,6 +24,9 @@ type Sampler struct {
 	rng  *rand.Rand
 	pcg  *rand.PCG
 	perm []int
+	// own are the buffers of the relations Sample samples; a relation it
+	// need not sample is shared with the input instead.
+	own [NumRelations]CSR
 }
 
 // NewSampler returns a sampler with the same fanout for every relation.
@@ -43,17 +46,30 @@ const samplerStream = 0x676e6e2d73616d70
 // Seed restarts the sampler's random sequence from seed.
 func (s *Sampler) Seed(seed uint64) { s.pcg.Seed(seed, samplerStream) }
 
-// Sample writes into out a copy of g's structure with every relation's
-// edges sampled. Node features, history and global features are shared
-// with g (out's slices alias g's), not copied; out's adjacency buffers are
-// reused from call to call.
+// Sample writes into out g's structure with every relation's edges
+// sampled. Node features, history and global features are shared with g
+// (out's slices alias g's), not copied, and so is a relation in which no
+// destination has more edges than the fanout (there is nothing to drop):
+// out must be read only, and only while g is unchanged. The sampled
+// relations' buffers belong to the sampler and are reused from call to
+// call.
 func (s *Sampler) Sample(g, out *Graph) {
-	adj := out.Adj
 	*out = *g
-	out.Adj = adj
 	for r := Relation(0); r < NumRelations; r++ {
-		s.SampleCSR(&g.Adj[r], &out.Adj[r], s.Fanout[r])
+		if in := &g.Adj[r]; maxDegree(in) > s.Fanout[r] && s.Fanout[r] > 0 {
+			s.SampleCSR(in, &s.own[r], s.Fanout[r])
+			out.Adj[r] = s.own[r]
+		}
 	}
+}
+
+// maxDegree returns the largest in-degree of c's destinations (0 for none).
+func maxDegree(c *CSR) int {
+	m := 0
+	for i := 0; i+1 < len(c.Ptr); i++ {
+		m = max(m, c.Ptr[i+1]-c.Ptr[i])
+	}
+	return m
 }
 
 // SampleCSR writes into out the edges of in with at most fanout edges per
