@@ -67,21 +67,24 @@ func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activa
 		// overwritten.
 		tp.scratch.sg.sgemmBias(false, false, inner, cout, kc, as32(x.Data), cin, as32(w.Data), cout, 0, as32(b), relu, as32(out.Data[pad*cout:]), cout)
 		if pad > 0 {
-			edge := tp.alloc(false, n*2*pad, kc) // zeros where the window is outside
-			for i := range n * 2 * pad {
-				bb, t := i/(2*pad), i%(2*pad)
+			// Edge row i is step t of sequence bb: the first pad steps and
+			// the last pad ones of each sequence.
+			at := func(i int) (bb, t int) {
+				bb, t = i/(2*pad), i%(2*pad)
 				if t >= pad {
 					t += tin - 2*pad
 				}
+				return bb, t
+			}
+			edge := tp.alloc(false, n*2*pad, kc) // zeros where the window is outside
+			for i := range n * 2 * pad {
+				bb, t := at(i)
 				im2colRow(edge.Data[i*kc:(i+1)*kc], x.Data[bb*tin*cin:(bb+1)*tin*cin], t, pad, k, cin, tin)
 			}
 			res := tp.allocRaw(false, n*2*pad, cout)
 			tp.scratch.product(n*2*pad, cout, kc, edge.Data, w.Data, b, false, relu, res.Data)
 			for i := range n * 2 * pad {
-				bb, t := i/(2*pad), i%(2*pad)
-				if t >= pad {
-					t += tin - 2*pad
-				}
+				bb, t := at(i)
 				copy(out.Data[(bb*tin+t)*cout:(bb*tin+t+1)*cout], res.Data[i*cout:(i+1)*cout])
 			}
 		}

@@ -189,7 +189,8 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 		x, w := terms[first].X, terms[first].W
 		tp.scratch.product(m, n, x.Shape[1], x.Data, w.Data, b, false, relu && last == start, o)
 	case terms[0].Ptr != nil:
-		tp.sparseInto(o, terms[0], false, false)
+		t0 := terms[0]
+		tp.sparseInto("SumTerms", o, t0.Ptr, t0.Idx, t0.Weights, t0.X, 0)
 	default:
 		copy(o, terms[0].X.Data)
 	}
@@ -201,7 +202,11 @@ func (tp *Tape[T]) SumTerms(act Activation, bias *Tensor[T], terms ...Term[T]) *
 				reluVec(o)
 			}
 		case tm.Ptr != nil:
-			tp.sparseInto(o, tm, true, r)
+			mode := 1 // add
+			if r {
+				mode = 2 // add, then the ReLU
+			}
+			tp.sparseInto("SumTerms", o, tm.Ptr, tm.Idx, tm.Weights, tm.X, mode)
 		case tm.W != nil:
 			tp.scratch.product(m, n, tm.X.Shape[1], tm.X.Data, tm.W.Data, nil, true, r, o)
 		case r:
@@ -254,45 +259,38 @@ func (tp *Tape[T]) backSumTerm(n *node[T]) {
 	}
 }
 
-// sparseInto writes (add false) or adds (add true; with relu, then takes
-// max(·, 0)) the rows of a sparse term into o, each row's sum computed
-// as SpMM computes it (in registers, two rows at a time, where the
-// AVX-512 row kernels run; else into a scratch row), so the result has
-// the bits of SpMM followed by copy, addTo or addRelu, without SpMM's
-// rows ever being stored together.
-func (tp *Tape[T]) sparseInto(o []T, tm Term[T], add, relu bool) {
-	ptr, idx, w, x := tm.Ptr, tm.Idx, tm.Weights, tm.X
+// sparseInto writes (mode 0) or adds (mode 1; mode 2 then takes
+// max(·, 0)) the rows of the sparse product SpMM(ptr, idx, w, x) into o,
+// checking the rows' entries as it reaches them (op names the operation
+// in a panic). Each row's sum is computed as SpMM computes it (in
+// registers, two rows at a time, where the AVX-512 row kernels run), so
+// the result has the bits of SpMM followed by addTo or addRelu, without
+// the product's rows ever being stored together.
+func (tp *Tape[T]) sparseInto(op string, o []T, ptr, idx []int, w []T, x *Tensor[T], mode int) {
 	nrow, stride := x.lead()
-	s1 := tp.allocRaw(false, stride).Data
 	pair := zRows(x.Data, stride)
-	mode := 0 // spmmPair's: store, add, add with ReLU
-	if add {
-		mode = 1
-		if relu {
-			mode = 2
-		}
-	}
-	put := func(i int, src []T) {
-		dst := o[i*stride : (i+1)*stride]
-		switch {
-		case !add:
-			copy(dst, src)
-		case relu:
-			addRelu(dst, src)
-		default:
-			addTo(dst, src)
-		}
+	var s1 []T // a row's sum, before mode 1 or 2 adds it
+	if mode != 0 {
+		s1 = tp.allocRaw(false, stride).Data
 	}
 	for i := 0; i+1 < len(ptr); {
 		end := min(i+csrChunk, len(ptr)-1)
-		checkRows("SumTerms", ptr, idx, i, end, nrow)
+		checkRows(op, ptr, idx, i, end, nrow)
 		for ; pair && i+2 <= end; i += 2 {
-			// Two rows summed in registers and stored, or added, in place.
 			spmmPair(o[i*stride:(i+1)*stride], o[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride, mode)
 		}
 		for ; i < end; i++ {
-			spmmRow(s1, ptr[i], ptr[i+1], idx, w, x.Data, stride)
-			put(i, s1)
+			dst := o[i*stride : (i+1)*stride]
+			switch mode {
+			case 0:
+				spmmRow(dst, ptr[i], ptr[i+1], idx, w, x.Data, stride)
+			case 1:
+				spmmRow(s1, ptr[i], ptr[i+1], idx, w, x.Data, stride)
+				addTo(dst, s1)
+			default:
+				spmmRow(s1, ptr[i], ptr[i+1], idx, w, x.Data, stride)
+				addRelu(dst, s1)
+			}
 		}
 	}
 }

@@ -27,19 +27,8 @@ import (
 // reference until Backward; w is copied.
 func (tp *Tape[T]) SpMM(ptr, idx []int, w []T, x *Tensor[T]) *Tensor[T] {
 	checkCSR("SpMM", ptr, idx, w)
-	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, len(ptr)-1)
-	pair := zRows(x.Data, stride)
-	for i := 0; i+1 < len(ptr); {
-		end := min(i+csrChunk, len(ptr)-1)
-		checkRows("SpMM", ptr, idx, i, end, nrow)
-		for ; pair && i+2 <= end; i += 2 {
-			spmmPair(out.Data[i*stride:(i+1)*stride], out.Data[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride, 0)
-		}
-		for ; i < end; i++ {
-			spmmRow(out.Data[i*stride:(i+1)*stride], ptr[i], ptr[i+1], idx, w, x.Data, stride)
-		}
-	}
+	tp.sparseInto("SpMM", out.Data, ptr, idx, w, x, 0)
 	tp.record(node[T]{op: opSpMM, out: out, a: x, idx: idx, ints: ptr, aux: tp.keepWeights(w, out)})
 	return out
 }
@@ -125,9 +114,12 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 	}
 	nrow, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
-	msg := tp.alloc(false, stride).Data
 	fused := zRows(x.Data, stride)
 	m := tp.segmentMaxer(out.Data, nseg, stride, fused)
+	var msg []T // a row's message, where they are not fused
+	if !fused {
+		msg = tp.allocRaw(false, stride).Data
+	}
 	var arg []int32
 	if out.RequiresGrad {
 		arg = tp.allocInt32s(len(out.Data))
