@@ -21,6 +21,8 @@ type Edges[T nn.Float] struct {
 	rows [numRowKinds]sparseRows[T]
 	// The rows the edges touch (see used), built on first use after Load.
 	touched used
+	// negOnes holds -1s, the weights of used.lonePtr's matrix.
+	negOnes []T
 }
 
 // used lists the rows a relation's edges touch, for layers that multiply
@@ -37,7 +39,11 @@ type used struct {
 	// row per destination: one entry of weight 1, its position in dst,
 	// where it has edges, none where it has not.
 	dst, dstPtr, expandPtr, expandIdx []int
-	pos                               []int // scratch: a source's position in src + 1
+	// lone are the destinations without an edge, ascending, and lonePtr,
+	// loneIdx a sparse matrix with a row per destination: one entry, its
+	// position in lone, where it has no edge, none where it has.
+	lone, lonePtr, loneIdx []int
+	pos                    []int // scratch: a source's position in src + 1
 }
 
 // used returns the rows e's edges touch, computing them on first use.
@@ -66,13 +72,18 @@ func (e *Edges[T]) used() *used {
 	nd := adj.NumDst()
 	u.dst, u.dstPtr = u.dst[:0], append(u.dstPtr[:0], 0)
 	u.expandPtr, u.expandIdx = append(u.expandPtr[:0], 0), u.expandIdx[:0]
+	u.lone, u.lonePtr, u.loneIdx = u.lone[:0], append(u.lonePtr[:0], 0), u.loneIdx[:0]
 	for i := 0; i < nd; i++ {
 		if hi := adj.Ptr[i+1]; hi > adj.Ptr[i] {
 			u.expandIdx = append(u.expandIdx, len(u.dst))
 			u.dst = append(u.dst, i)
 			u.dstPtr = append(u.dstPtr, hi)
+		} else {
+			u.loneIdx = append(u.loneIdx, len(u.lone))
+			u.lone = append(u.lone, i)
 		}
 		u.expandPtr = append(u.expandPtr, len(u.expandIdx))
+		u.lonePtr = append(u.lonePtr, len(u.loneIdx))
 	}
 	u.ok = true
 	return u
@@ -99,8 +110,20 @@ func (e *Edges[T]) Load(adj *CSR, numSrc int) {
 	}
 }
 
+// negOnesFor returns n weights of -1.
+func (e *Edges[T]) negOnesFor(n int) []T {
+	if len(e.negOnes) < n {
+		e.negOnes = make([]T, n)
+		for i := range e.negOnes {
+			e.negOnes[i] = -1
+		}
+	}
+	return e.negOnes[:n]
+}
+
 // rowKind names a sparse matrix that EdgeConv multiplies with the stacked
-// rows z = [p (destinations); q (sources); W_3 (edge features); b].
+// rows z = [p (destinations); q (sources); W_3 (edge features); b], or,
+// for the tail kinds, z = [q; W_3] (see EdgeConv.FoldTerms).
 type rowKind int
 
 const (
@@ -114,6 +137,11 @@ const (
 	// rowsMean: one row per destination: p_i + b + the mean over its
 	// in-edges of q_j + W_3·e_ij, or nothing without in-edges.
 	rowsMean
+	// rowsTail: rowsEdgeTail's rows of z = [q; W_3].
+	rowsTail
+	// rowsTailMean: one row per destination of z = [q; W_3]: the mean over
+	// its in-edges of q_j + W_3·e_ij, or nothing without in-edges.
+	rowsTailMean
 	numRowKinds
 )
 
@@ -138,24 +166,35 @@ func (e *Edges[T]) sparse(k rowKind) (ptr, idx []int, w []T) {
 	}
 	adj := e.Adj
 	nd, ns, fd := adj.NumDst(), e.NumSrc, adj.FeatDim
-	bias := nd + ns + fd // z's row of b
+	q0 := nd // z's row of q_0
+	if k == rowsTail || k == rowsTailMean {
+		q0 = 0
+	}
+	bias := q0 + ns + fd // z's row of b
 	s.ptr, s.idx, s.w = append(s.ptr[:0], 0), s.idx[:0], s.w[:0]
 	edge := func(k int, scale T, head bool) {
 		if head {
 			s.add(adj.Dst[k], 1)
 		}
-		s.add(nd+adj.Src[k], scale)
+		s.add(q0+adj.Src[k], scale)
 		for f := 0; f < fd; f++ {
-			s.add(nd+ns+f, scale*T(adj.Feat[k*fd+f]))
+			s.add(q0+ns+f, scale*T(adj.Feat[k*fd+f]))
 		}
 		if head {
 			s.add(bias, 1)
 		}
 	}
 	switch k {
-	case rowsEdge, rowsEdgeTail:
+	case rowsEdge, rowsEdgeTail, rowsTail:
 		for k2 := range adj.Src {
 			edge(k2, 1, k == rowsEdge)
+			s.ptr = append(s.ptr, len(s.idx))
+		}
+	case rowsTailMean:
+		for i := 0; i < nd; i++ {
+			for k2 := adj.Ptr[i]; k2 < adj.Ptr[i+1]; k2++ {
+				edge(k2, e.InvDeg[k2], false)
+			}
 			s.ptr = append(s.ptr, len(s.idx))
 		}
 	case rowsHead, rowsMean:

@@ -79,13 +79,7 @@ func (l *EdgeConv[T]) Forward(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges
 // part common to all of a node's messages, which the sum adds without
 // storing their sum first.
 func (l *EdgeConv[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T]) {
-	checkEdges("EdgeConv", xSrc, xDst, e)
-	if xSrc.Shape[1] != l.In || xDst.Shape[1] != l.In {
-		panic(fmt.Sprintf("gnn: EdgeConv: node rows have %d and %d features, layer expects %d", xSrc.Shape[1], xDst.Shape[1], l.In))
-	}
-	if e.Adj.FeatDim != l.EdgeDim {
-		panic(fmt.Sprintf("gnn: EdgeConv: edges have %d features, layer expects %d", e.Adj.FeatDim, l.EdgeDim))
-	}
+	l.check(xSrc, xDst, e)
 	adj := e.Adj
 	first := l.MLP.Layers[0]
 	in, hid := l.In, first.W.Shape[1]
@@ -135,6 +129,57 @@ func (l *EdgeConv[T]) Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T
 		return nn.Term[T]{X: tp.SegmentMean(m, adj.Dst, adj.NumDst())}, t2
 	}
 	return nn.Term[T]{X: tp.SegmentMax(m, adj.Dst, adj.NumDst())}, t2
+}
+
+// FoldTerms is Terms for a layer whose caller adds a linear term of the
+// destinations' own rows (a [HeteroConv]'s root term). With one linear
+// layer, the part p_i + b = (W_1 − W_2)·x_i + b common to all of node i's
+// messages leaves the aggregation (see Terms), and is linear in x_i: it
+// joins the caller's term, w = W_1 − W_2 added to its weight and b to its
+// bias, so that the destinations' rows are multiplied once instead of
+// twice. The layer returns the rest: t1 aggregates u_ij = q_j + W_3·e_ij;
+// and t2, when some destinations have no in-edges (their aggregation is
+// zero, so the joined p_i + b must not reach them), subtracts p_i + b from
+// those rows. ok is false, and nothing is recorded, for a deeper MLP.
+func (l *EdgeConv[T]) FoldTerms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (w, b *nn.Tensor[T], t1, t2 nn.Term[T], ok bool) {
+	if len(l.MLP.Layers) != 1 {
+		return nil, nil, t1, t2, false
+	}
+	l.check(xSrc, xDst, e)
+	first, in := l.MLP.Layers[0], l.In
+	w = tp.Sub(tp.Slice(first.W, 0, 0, in), tp.Slice(first.W, 0, in, 2*in))
+	b = first.B
+	// z = [q; W_3]: q = W_2·x_j per source, then the edge features' rows.
+	terms := [2]nn.Term[T]{{X: xSrc, W: tp.Slice(first.W, 0, in, 2*in)}}
+	nt := 1
+	if l.EdgeDim > 0 {
+		terms[1] = nn.Term[T]{X: tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim)}
+		nt++
+	}
+	z := tp.StackTerms(terms[:nt]...)
+	if l.Agg == AggMean {
+		ptr, idx, wt := e.sparse(rowsTailMean)
+		t1 = nn.Term[T]{X: z, Ptr: ptr, Idx: idx, Weights: wt}
+	} else {
+		ptr, idx, wt := e.sparse(rowsTail)
+		t1 = nn.Term[T]{X: tp.SpMMSegmentMax(ptr, idx, wt, z, e.Adj.Dst, e.Adj.NumDst())}
+	}
+	if u := e.used(); len(u.lone) > 0 {
+		p := tp.SumTerms(nn.ActIdentity, b, nn.Term[T]{X: tp.GatherRows(xDst, u.lone), W: w})
+		t2 = nn.Term[T]{X: p, Ptr: u.lonePtr, Idx: u.loneIdx, Weights: e.negOnesFor(len(u.lone))}
+	}
+	return w, b, t1, t2, true
+}
+
+// check panics unless the rows and edges have the layer's widths.
+func (l *EdgeConv[T]) check(xSrc, xDst *nn.Tensor[T], e *Edges[T]) {
+	checkEdges("EdgeConv", xSrc, xDst, e)
+	if xSrc.Shape[1] != l.In || xDst.Shape[1] != l.In {
+		panic(fmt.Sprintf("gnn: EdgeConv: node rows have %d and %d features, layer expects %d", xSrc.Shape[1], xDst.Shape[1], l.In))
+	}
+	if e.Adj.FeatDim != l.EdgeDim {
+		panic(fmt.Sprintf("gnn: EdgeConv: edges have %d features, layer expects %d", e.Adj.FeatDim, l.EdgeDim))
+	}
 }
 
 func (l *EdgeConv[T]) biasRow(b *nn.Tensor[T], n int) *nn.Tensor[T] {

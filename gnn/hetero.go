@@ -16,6 +16,12 @@ type Conv[T nn.Float] interface {
 	Terms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (t1, t2 nn.Term[T])
 }
 
+// rootFolder is a Conv with a term W·x_i + b in the destinations' own rows
+// (see [EdgeConv.FoldTerms]), which HeteroConv adds to the root term.
+type rootFolder[T nn.Float] interface {
+	FoldTerms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edges[T]) (w, b *nn.Tensor[T], t1, t2 nn.Term[T], ok bool)
+}
+
 // ConvKind selects the convolution a [HeteroConv] uses for a relation.
 type ConvKind int
 
@@ -120,9 +126,10 @@ func (h *HeteroConv[T]) ForwardAct(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T]
 	// result, and no term is stored on its own.
 	var terms [NumNodeTypes][2*NumRelations + 1]nn.Term[T]
 	var nterms [NumNodeTypes]int
+	var rootW, rootB [NumNodeTypes]*nn.Tensor[T]
 	for t := range terms {
-		terms[t][0] = nn.Term[T]{X: x[t], W: h.Root[t].W}
-		nterms[t] = 1
+		rootW[t], rootB[t] = h.Root[t].W, h.Root[t].B
+		nterms[t] = 1 // the root term, terms[t][0], set below
 	}
 	for r := Relation(0); r < NumRelations; r++ {
 		if h.Conv[r] == nil || b.Rel[r].Adj != nil && b.Rel[r].Adj.Len() == 0 {
@@ -132,7 +139,19 @@ func (h *HeteroConv[T]) ForwardAct(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T]
 			continue
 		}
 		d := r.Dst()
-		t1, t2 := h.Conv[r].Terms(tp, x[r.Src()], x[d], &b.Rel[r])
+		var t1, t2 nn.Term[T]
+		folded := false
+		if f, ok := h.Conv[r].(rootFolder[T]); ok {
+			// The convolution's term linear in the destinations' own rows
+			// joins the root term: one product of those rows, not two.
+			var w, bias *nn.Tensor[T]
+			if w, bias, t1, t2, folded = f.FoldTerms(tp, x[r.Src()], x[d], &b.Rel[r]); folded {
+				rootW[d], rootB[d] = tp.Add(rootW[d], w), tp.Add(rootB[d], bias)
+			}
+		}
+		if !folded {
+			t1, t2 = h.Conv[r].Terms(tp, x[r.Src()], x[d], &b.Rel[r])
+		}
 		terms[d][nterms[d]] = t1
 		nterms[d]++
 		if t2.X != nil {
@@ -142,7 +161,8 @@ func (h *HeteroConv[T]) ForwardAct(tp *nn.Tape[T], x [NumNodeTypes]*nn.Tensor[T]
 	}
 	var out [NumNodeTypes]*nn.Tensor[T]
 	for t := range out {
-		out[t] = tp.SumTerms(act, h.Root[t].B, terms[t][:nterms[t]]...)
+		terms[t][0] = nn.Term[T]{X: x[t], W: rootW[t]}
+		out[t] = tp.SumTerms(act, rootB[t], terms[t][:nterms[t]]...)
 	}
 	return out
 }

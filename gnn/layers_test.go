@@ -193,6 +193,55 @@ func TestHeteroConvGradients(t *testing.T) {
 	}
 }
 
+// TestHeteroConvMatchesRelations checks HeteroConv against its
+// definition: the root term plus every relation's convolution on its own
+// (Terms, unfolded), where EdgeConv's part in the destinations' own rows
+// joins the root term, on graphs whose relations leave some destinations
+// without in-edges.
+func TestHeteroConvMatchesRelations(t *testing.T) {
+	rng := rand.New(rand.NewPCG(14, 14))
+	d := Dims{Feat: [NumNodeTypes]int{3, 3, 3}, Edge: [NumRelations]int{2, 1, 0, 2, 1, 1, 2, 1}}
+	kinds := [NumRelations]ConvKind{ConvEdgeMax, ConvSAGE, ConvEdgeMean, ConvEdgeMax, ConvEdgeMean, ConvSAGE, ConvEdgeMax, ConvNone}
+	lone := 0
+	for trial := range 4 {
+		g := randGraph(rng, [NumNodeTypes]int{5 + trial, 4, 3}, d)
+		b := NewBatch[float64](g)
+		for r := range kinds {
+			if kinds[r] == ConvEdgeMax || kinds[r] == ConvEdgeMean {
+				lone += len(b.Rel[r].used().lone)
+			}
+		}
+		ps := nn.NewParams[float64]()
+		h := NewHeteroConv(ps, "h", d.Feat, 3, kinds, d.Edge, []int{3}, nn.ActTanh, rng)
+		for _, p := range params(ps) {
+			randomise(rng, p)
+		}
+		tp := nn.NewTape[float64]()
+		got := h.Forward(tp, b.X, b)
+		for ty := NodeType(0); ty < NumNodeTypes; ty++ {
+			want := tp.Affine(b.X[ty], h.Root[ty].W, h.Root[ty].B)
+			for r := Relation(0); r < NumRelations; r++ {
+				if h.Conv[r] == nil || r.Dst() != ty {
+					continue
+				}
+				t1, t2 := h.Conv[r].Terms(tp, b.X[r.Src()], b.X[ty], &b.Rel[r])
+				want = tp.Add(want, tp.Value(t1))
+				if t2.X != nil {
+					want = tp.Add(want, tp.Value(t2))
+				}
+			}
+			for i, w := range want.Data {
+				if g := got[ty].Data[i]; math.Abs(g-w) > 1e-12*max(1, math.Abs(w)) {
+					t.Errorf("trial %d %s row %d col %d: %v, relations one by one give %v", trial, ty, i/3, i%3, g, w)
+				}
+			}
+		}
+	}
+	if lone == 0 {
+		t.Fatal("no destination without in-edges in an EdgeConv relation")
+	}
+}
+
 func TestTemporalGradients(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 5))
 	for _, steps := range []int{1, 2, 12} {
