@@ -21,7 +21,10 @@ type Edges[T nn.Float] struct {
 	rows [numRowKinds]sparseRows[T]
 	// The rows the edges touch (see used), built on first use after Load.
 	touched used
-	// negOnes holds -1s, the weights of used.lonePtr's matrix.
+	// The destinations without an edge (see lone), built on first use
+	// after Load.
+	isolated lone
+	// negOnes holds -1s, the weights of lone's matrix.
 	negOnes []T
 }
 
@@ -39,11 +42,45 @@ type used struct {
 	// row per destination: one entry of weight 1, its position in dst,
 	// where it has edges, none where it has not.
 	dst, dstPtr, expandPtr, expandIdx []int
-	// lone are the destinations without an edge, ascending, and lonePtr,
-	// loneIdx a sparse matrix with a row per destination: one entry, its
-	// position in lone, where it has no edge, none where it has.
-	lone, lonePtr, loneIdx []int
-	pos                    []int // scratch: a source's position in src + 1
+	pos                               []int // scratch: a source's position in src + 1
+}
+
+// lone lists the destinations without an edge (see Edges.lone).
+type lone struct {
+	ok bool
+	// dst are those destinations, ascending, and ptr, idx a sparse matrix
+	// with a row per destination: one entry, its position in dst, where it
+	// has no edge, none where it has. Both are empty when every
+	// destination has an edge.
+	dst, ptr, idx []int
+}
+
+// lone returns the destinations without an edge, computing them on first
+// use.
+func (e *Edges[T]) lone() *lone {
+	l := &e.isolated
+	if l.ok {
+		return l
+	}
+	adj := e.Adj
+	l.dst, l.ptr, l.idx = l.dst[:0], l.ptr[:0], l.idx[:0]
+	nd := adj.NumDst()
+	for i := 0; i < nd; i++ {
+		if adj.Ptr[i+1] == adj.Ptr[i] {
+			l.dst = append(l.dst, i)
+		}
+	}
+	if len(l.dst) > 0 {
+		l.ptr = append(l.ptr, 0)
+		for i := 0; i < nd; i++ {
+			if adj.Ptr[i+1] == adj.Ptr[i] {
+				l.idx = append(l.idx, len(l.idx))
+			}
+			l.ptr = append(l.ptr, len(l.idx))
+		}
+	}
+	l.ok = true
+	return l
 }
 
 // used returns the rows e's edges touch, computing them on first use.
@@ -72,18 +109,13 @@ func (e *Edges[T]) used() *used {
 	nd := adj.NumDst()
 	u.dst, u.dstPtr = u.dst[:0], append(u.dstPtr[:0], 0)
 	u.expandPtr, u.expandIdx = append(u.expandPtr[:0], 0), u.expandIdx[:0]
-	u.lone, u.lonePtr, u.loneIdx = u.lone[:0], append(u.lonePtr[:0], 0), u.loneIdx[:0]
 	for i := 0; i < nd; i++ {
 		if hi := adj.Ptr[i+1]; hi > adj.Ptr[i] {
 			u.expandIdx = append(u.expandIdx, len(u.dst))
 			u.dst = append(u.dst, i)
 			u.dstPtr = append(u.dstPtr, hi)
-		} else {
-			u.loneIdx = append(u.loneIdx, len(u.lone))
-			u.lone = append(u.lone, i)
 		}
 		u.expandPtr = append(u.expandPtr, len(u.expandIdx))
-		u.lonePtr = append(u.lonePtr, len(u.loneIdx))
 	}
 	u.ok = true
 	return u
@@ -98,7 +130,7 @@ func (e *Edges[T]) Load(adj *CSR, numSrc int) {
 	for k := range e.rows {
 		e.rows[k].ok = false
 	}
-	e.touched.ok = false
+	e.touched.ok, e.isolated.ok = false, false
 	e.Feat = setTensor(e.Feat, adj.Feat, adj.Len(), adj.FeatDim, -1)
 	e.InvDeg = grow(e.InvDeg, adj.Len())
 	for i := 0; i < adj.NumDst(); i++ {
@@ -123,7 +155,7 @@ func (e *Edges[T]) negOnesFor(n int) []T {
 
 // rowKind names a sparse matrix that EdgeConv multiplies with the stacked
 // rows z = [p (destinations); q (sources); W_3 (edge features); b], or,
-// for the tail kinds, z = [q; W_3] (see EdgeConv.FoldTerms).
+// for rowsTailMean, z = [q; W_3] (see EdgeConv.FoldTerms).
 type rowKind int
 
 const (
@@ -137,8 +169,6 @@ const (
 	// rowsMean: one row per destination: p_i + b + the mean over its
 	// in-edges of q_j + W_3·e_ij, or nothing without in-edges.
 	rowsMean
-	// rowsTail: rowsEdgeTail's rows of z = [q; W_3].
-	rowsTail
 	// rowsTailMean: one row per destination of z = [q; W_3]: the mean over
 	// its in-edges of q_j + W_3·e_ij, or nothing without in-edges.
 	rowsTailMean
@@ -167,7 +197,7 @@ func (e *Edges[T]) sparse(k rowKind) (ptr, idx []int, w []T) {
 	adj := e.Adj
 	nd, ns, fd := adj.NumDst(), e.NumSrc, adj.FeatDim
 	q0 := nd // z's row of q_0
-	if k == rowsTail || k == rowsTailMean {
+	if k == rowsTailMean {
 		q0 = 0
 	}
 	bias := q0 + ns + fd // z's row of b
@@ -185,7 +215,7 @@ func (e *Edges[T]) sparse(k rowKind) (ptr, idx []int, w []T) {
 		}
 	}
 	switch k {
-	case rowsEdge, rowsEdgeTail, rowsTail:
+	case rowsEdge, rowsEdgeTail:
 		for k2 := range adj.Src {
 			edge(k2, 1, k == rowsEdge)
 			s.ptr = append(s.ptr, len(s.idx))

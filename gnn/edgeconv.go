@@ -147,26 +147,30 @@ func (l *EdgeConv[T]) FoldTerms(tp *nn.Tape[T], xSrc, xDst *nn.Tensor[T], e *Edg
 	}
 	l.check(xSrc, xDst, e)
 	first, in := l.MLP.Layers[0], l.In
-	w = tp.Sub(tp.Slice(first.W, 0, 0, in), tp.Slice(first.W, 0, in, 2*in))
+	w2, w3 := tp.Slice(first.W, 0, in, 2*in), tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim)
+	w = tp.Sub(tp.Slice(first.W, 0, 0, in), w2)
 	b = first.B
-	// z = [q; W_3]: q = W_2·x_j per source, then the edge features' rows.
-	terms := [2]nn.Term[T]{{X: xSrc, W: tp.Slice(first.W, 0, in, 2*in)}}
-	nt := 1
-	if l.EdgeDim > 0 {
-		terms[1] = nn.Term[T]{X: tp.Slice(first.W, 0, 2*in, 2*in+l.EdgeDim)}
-		nt++
-	}
-	z := tp.StackTerms(terms[:nt]...)
 	if l.Agg == AggMean {
+		// z = [q; W_3]: q = W_2·x_j per source, then the edge features'
+		// weights; each destination's row of the sparse term averages its
+		// edges' q_j + W_3·e_ij.
+		terms := [2]nn.Term[T]{{X: xSrc, W: w2}, {X: w3}}
+		z := tp.StackTerms(terms[:1+min(l.EdgeDim, 1)]...)
 		ptr, idx, wt := e.sparse(rowsTailMean)
 		t1 = nn.Term[T]{X: z, Ptr: ptr, Idx: idx, Weights: wt}
 	} else {
-		ptr, idx, wt := e.sparse(rowsTail)
-		t1 = nn.Term[T]{X: tp.SpMMSegmentMax(ptr, idx, wt, z, e.Adj.Dst, e.Adj.NumDst())}
+		// The messages q_j + W_3·e_ij, their maximum taken as they are
+		// computed, with W_3 in registers.
+		var feat *nn.Tensor[T]
+		if l.EdgeDim > 0 {
+			feat = e.Feat
+		}
+		q := tp.MatMul(xSrc, w2, false, false)
+		t1 = nn.Term[T]{X: tp.EdgeMax(q, e.Adj.Src, feat, w3, e.Adj.Dst, e.Adj.NumDst())}
 	}
-	if u := e.used(); len(u.lone) > 0 {
-		p := tp.SumTerms(nn.ActIdentity, b, nn.Term[T]{X: tp.GatherRows(xDst, u.lone), W: w})
-		t2 = nn.Term[T]{X: p, Ptr: u.lonePtr, Idx: u.loneIdx, Weights: e.negOnesFor(len(u.lone))}
+	if lone := e.lone(); len(lone.dst) > 0 {
+		p := tp.SumTerms(nn.ActIdentity, b, nn.Term[T]{X: tp.GatherRows(xDst, lone.dst), W: w})
+		t2 = nn.Term[T]{X: p, Ptr: lone.ptr, Idx: lone.idx, Weights: e.negOnesFor(len(lone.dst))}
 	}
 	return w, b, t1, t2, true
 }

@@ -362,3 +362,165 @@ func axpy[T Float](y []T, a T, x []T) {
 		y[j] += a * x[j]
 	}
 }
+
+// EdgeMax returns, for each of nseg destinations s, the elementwise
+// maximum of the messages
+//
+//	m_e = x[src[e]] + Σ_f feat[e, f]·w[f]
+//
+// of the edges e with dst[e] = s, for x [n, c], w [F, c] and feat [E, F]
+// (nil when F is 0). It is SpMMSegmentMax over the stacked rows [x; w] of
+// the sparse matrix whose row e holds 1 at x's row src[e] and feat[e, f]
+// at w's row f, without that matrix: EdgeConv's max aggregation with edge
+// features (x the sources' projections, w the features' weights), where
+// building those rows for every pass and reading w's rows for every edge
+// cost as much as the messages themselves. Ties, empty destinations and
+// the argmax are SpMMSegmentMax's, and in float32 so are the bits. The
+// features are constants and take no gradient. src, dst and feat are kept
+// by reference until Backward.
+func (tp *Tape[T]) EdgeMax(x *Tensor[T], src []int, feat, w *Tensor[T], dst []int, nseg int) *Tensor[T] {
+	checkRank("EdgeMax", x, 2)
+	checkRank("EdgeMax", w, 2)
+	n, c := x.Shape[0], x.Shape[1]
+	nf := w.Shape[0]
+	if w.Shape[1] != c {
+		panic(fmt.Sprintf("nn: EdgeMax: rows %v and feature weights %v differ in width", x.Shape, w.Shape))
+	}
+	if len(dst) != len(src) {
+		panic(fmt.Sprintf("nn: EdgeMax: %d destinations for %d sources", len(dst), len(src)))
+	}
+	var fd []T
+	if nf > 0 {
+		if feat == nil || len(feat.Shape) != 2 || feat.Shape[0] != len(src) || feat.Shape[1] != nf {
+			var shape []int
+			if feat != nil {
+				shape = feat.Shape
+			}
+			panic(fmt.Sprintf("nn: EdgeMax: features %v for %d edges and %d feature weights", shape, len(src), nf))
+		}
+		if feat.RequiresGrad {
+			panic("nn: EdgeMax: edge features take no gradient")
+		}
+		fd = feat.Data
+	}
+	checkIndices("EdgeMax", "source", src, n)
+	checkIndices("EdgeMax", "destination", dst, nseg)
+	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad, nseg, c)
+	fast := edgeMaxFast(x.Data, c, nf)
+	m := tp.segmentMaxer(out.Data, nseg, c, fast)
+	var arg []int32
+	if out.RequiresGrad {
+		arg = tp.allocInt32s(len(out.Data))
+	}
+	if fast {
+		xp, wp := unsafe.SliceData(as32(x.Data)), unsafe.SliceData(as32(w.Data))
+		for e := 0; e < len(dst); {
+			// A destination's run of edges, their messages computed and
+			// taken in registers.
+			s, r := dst[e], e+1
+			for r < len(dst) && dst[r] == s {
+				r++
+			}
+			var ap *int32
+			if arg != nil {
+				ap = &arg[s*c]
+			}
+			var fp *float32
+			if nf > 0 {
+				fp = &as32(fd)[e*nf]
+			}
+			edgeMaxZ(&as32(out.Data)[s*c], ap, xp, &src[e], fp, wp, r-e, int32(e), m.counts[s] == 0, nf, c, c)
+			m.counts[s] += r - e
+			e = r
+		}
+	} else {
+		msg := tp.allocRaw(false, c).Data
+		for e, j := range src {
+			// +0 + x_j, then the features' terms in order: the sparse
+			// product's sum.
+			for k, v := range x.Data[j*c : (j+1)*c] {
+				msg[k] = 0 + v
+			}
+			for f := 0; f < nf; f++ {
+				axpy(msg, fd[e*nf+f], w.Data[f*c:(f+1)*c])
+			}
+			if arg != nil {
+				m.addArg(dst[e], msg, arg, e)
+			} else {
+				m.add(dst[e], msg)
+			}
+		}
+	}
+	m.finish()
+	tp.record(node[T]{op: opEdgeMax, out: out, a: x, b: w, c: feat, idx: src, seg: dst, arg: arg})
+	return out
+}
+
+// edgeMaxFast reports whether EdgeMax runs its AVX-512 kernels (edgeMaxZ,
+// edgeRouteZ): float32 rows of whole 64-column blocks, and at most three
+// features, whose weights they hold in registers.
+func edgeMaxFast[T Float](x []T, c, nf int) bool { return zRows(x, c) && nf <= 3 }
+
+// checkIndices panics unless every index is in [0, n), naming the first
+// that is not.
+func checkIndices(op, what string, idx []int, n int) {
+	if haveAVX512 && len(idx) > 0 && maxUintZ(&idx[0], len(idx)) < uint(n) {
+		return
+	}
+	for i, v := range idx {
+		if uint(v) >= uint(n) {
+			panic(fmt.Sprintf("nn: %s: %s %d at position %d out of range [0, %d)", op, what, v, i, n))
+		}
+	}
+}
+
+func (tp *Tape[T]) backEdgeMax(n *node[T]) {
+	x, w := n.a, n.b
+	gx, gw := gradOf(x), gradOf(w)
+	if gx == nil && gw == nil {
+		return
+	}
+	c, nf := x.Shape[1], w.Shape[0]
+	src, dst, arg := n.idx, n.seg, n.arg
+	var fd []T
+	if nf > 0 {
+		fd = n.c.Data
+	}
+	out, g := n.out.Data, n.out.Grad
+	// Each output column's gradient goes to the edge the forward pass
+	// recorded as the first to attain the maximum, edges in order, so that
+	// a source row or a feature weight sums its gradients in the order
+	// SpMMSegmentMax's backward pass would.
+	if edgeMaxFast(x.Data, c, nf) && gx != nil && (gw != nil || nf == 0) {
+		gwp := unsafe.SliceData(as32(gw))
+		for e := 0; e < len(dst); {
+			s, r := dst[e], e+1
+			for r < len(dst) && dst[r] == s {
+				r++
+			}
+			var fp *float32
+			if nf > 0 {
+				fp = &as32(fd)[e*nf]
+			}
+			edgeRouteZ(unsafe.SliceData(as32(gx)), gwp, &as32(g)[s*c], &arg[s*c], &as32(out)[s*c], &src[e], fp, r-e, int32(e), nf, c, c)
+			e = r
+		}
+		return
+	}
+	for e, s := range dst {
+		or, gr, ar := out[s*c:(s+1)*c], g[s*c:(s+1)*c], arg[s*c:(s+1)*c]
+		for j, a := range ar {
+			if a != int32(e) || or[j] != or[j] {
+				continue // not this edge's column, or a NaN maximum, which equals no message
+			}
+			if gx != nil {
+				gx[src[e]*c+j] += gr[j]
+			}
+			if gw != nil {
+				for f := 0; f < nf; f++ {
+					gw[f*c+j] += fd[e*nf+f] * gr[j]
+				}
+			}
+		}
+	}
+}

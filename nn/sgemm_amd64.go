@@ -136,6 +136,23 @@ func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32
 //go:noescape
 func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
 
+// edgeMaxZ takes the messages x[src[r]] + Σ_f feat[r·fd+f]·w[f] of n
+// edges (numbered e, e+1, ...), all of one destination, into its maximum
+// out and argmax arg (nil: none), with spmmMaxArgZ's bits for the sparse
+// rows [x_src 1; w_f feat_f], for fd ≤ 3 and cols a multiple of 64;
+// fresh: out and arg start at −∞ and e; sgemm_amd64.s.
+//
+//go:noescape
+func edgeMaxZ(out *float32, arg *int32, x *float32, src *int, feat *float32, w *float32, n int, e int32, fresh bool, fd, stride, cols int)
+
+// edgeRouteZ is the backward pass of edgeMaxZ over the same edges: the
+// gradient grad of the maximum out goes where an edge is a column's
+// argmax (arg) and out is not NaN into gx's source row and, times each
+// feature, into gw's fd rows, with spmmRouteZ's bits; sgemm_amd64.s.
+//
+//go:noescape
+func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
+
 // spmmScatterAVX adds w[e]·grad[j] to y[idx[e]*stride+j] for e < n, j < cols
 // (a multiple of 8), with axpyAVX's arithmetic (w nil: weights 1);
 // sgemm_amd64.s.

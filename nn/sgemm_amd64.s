@@ -1818,3 +1818,333 @@ msdone:
 	VZEROUPPER
 	MOVQ AX, ret+16(FP)
 	RET
+
+// func edgeMaxZ(out *float32, arg *int32, x *float32, src *int, feat *float32, w *float32, n int, e int32, fresh bool, fd, stride, cols int)
+//
+// EdgeMax's messages of n edges (numbered e, e+1, ...; edge r's source
+// row src[r] of x and features feat[r*fd:(r+1)*fd]), all of one
+// destination, taken into its maximum out and argmax arg (nil: none) as
+// spmmMaxArgZ takes the rows [x_src 1; w_f feat_f] of a sparse product
+// over the stacked rows [x; w]: the same bits. fd ≤ 3 and cols a multiple
+// of 64; fresh: out and arg start at −∞ and e instead of being read. Per
+// 64-column block, Z0-Z3 hold the maximum, Z4-Z7 the argmax, Z8-Z11 a
+// message and Z12-Z23 the fd rows of w.
+TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ src+24(FP), R8
+	MOVQ n+48(FP), R14
+	MOVQ fd+64(FP), BX
+	MOVQ BX, R13
+	SHLQ $2, R13 // bytes of features per edge
+	MOVQ stride+72(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+80(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	VPXORD Z24, Z24, Z24
+	MOVL $1, AX
+	VPBROADCASTD AX, Z27
+emblk:
+	CMPQ CX, $64
+	JLT emdone
+	MOVQ w+40(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT emw
+	VMOVUPS 0(AX), Z12
+	VMOVUPS 64(AX), Z13
+	VMOVUPS 128(AX), Z14
+	VMOVUPS 192(AX), Z15
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT emw
+	VMOVUPS 0(AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT emw
+	VMOVUPS 0(AX), Z20
+	VMOVUPS 64(AX), Z21
+	VMOVUPS 128(AX), Z22
+	VMOVUPS 192(AX), Z23
+emw:
+	MOVL e+56(FP), AX
+	VPBROADCASTD AX, Z26 // the edge's number, for the argmax
+	MOVBLZX fresh+60(FP), AX
+	TESTQ AX, AX
+	JZ emload
+	MOVL $0xff800000, AX // −∞
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+	VMOVDQA32 Z26, Z4
+	VMOVDQA32 Z26, Z5
+	VMOVDQA32 Z26, Z6
+	VMOVDQA32 Z26, Z7
+	JMP emedges
+emload:
+	VMOVUPS 0(DI)(R15*1), Z0
+	VMOVUPS 64(DI)(R15*1), Z1
+	VMOVUPS 128(DI)(R15*1), Z2
+	VMOVUPS 192(DI)(R15*1), Z3
+	TESTQ R9, R9
+	JZ emedges
+	VMOVDQU32 0(R9)(R15*1), Z4
+	VMOVDQU32 64(R9)(R15*1), Z5
+	VMOVDQU32 128(R9)(R15*1), Z6
+	VMOVDQU32 192(R9)(R15*1), Z7
+emedges:
+	MOVQ feat+32(FP), R10
+	XORQ DX, DX
+emedge:
+	CMPQ DX, R14
+	JGE emstore
+	MOVQ (R8)(DX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	ADDQ R15, AX
+	// +0 + x_src: the sparse product's sum starts at +0, and its weight 1
+	// times x_src is exact.
+	VADDPS 0(AX), Z24, Z8
+	VADDPS 64(AX), Z24, Z9
+	VADDPS 128(AX), Z24, Z10
+	VADDPS 192(AX), Z24, Z11
+	CMPQ BX, $1
+	JLT emmax
+	VBROADCASTSS 0(R10), Z25
+	VFMADD231PS Z12, Z25, Z8
+	VFMADD231PS Z13, Z25, Z9
+	VFMADD231PS Z14, Z25, Z10
+	VFMADD231PS Z15, Z25, Z11
+	CMPQ BX, $2
+	JLT emmax
+	VBROADCASTSS 4(R10), Z25
+	VFMADD231PS Z16, Z25, Z8
+	VFMADD231PS Z17, Z25, Z9
+	VFMADD231PS Z18, Z25, Z10
+	VFMADD231PS Z19, Z25, Z11
+	CMPQ BX, $3
+	JLT emmax
+	VBROADCASTSS 8(R10), Z25
+	VFMADD231PS Z20, Z25, Z8
+	VFMADD231PS Z21, Z25, Z9
+	VFMADD231PS Z22, Z25, Z10
+	VFMADD231PS Z23, Z25, Z11
+emmax:
+	// spmmMaxArgZ's steps: the argmax where the message is larger
+	// (GT_OQ); then, where the maximum is not NaN (ORD), the maximum with
+	// Intel's rules (the message where either is NaN), in place.
+	VCMPPS $30, Z0, Z8, K1
+	VMOVDQA32 Z26, K1, Z4
+	VCMPPS $7, Z0, Z0, K2
+	VMAXPS Z8, Z0, K2, Z0
+	VCMPPS $30, Z1, Z9, K3
+	VMOVDQA32 Z26, K3, Z5
+	VCMPPS $7, Z1, Z1, K4
+	VMAXPS Z9, Z1, K4, Z1
+	VCMPPS $30, Z2, Z10, K1
+	VMOVDQA32 Z26, K1, Z6
+	VCMPPS $7, Z2, Z2, K2
+	VMAXPS Z10, Z2, K2, Z2
+	VCMPPS $30, Z3, Z11, K3
+	VMOVDQA32 Z26, K3, Z7
+	VCMPPS $7, Z3, Z3, K4
+	VMAXPS Z11, Z3, K4, Z3
+	ADDQ R13, R10
+	VPADDD Z27, Z26, Z26
+	INCQ DX
+	JMP emedge
+emstore:
+	VMOVUPS Z0, 0(DI)(R15*1)
+	VMOVUPS Z1, 64(DI)(R15*1)
+	VMOVUPS Z2, 128(DI)(R15*1)
+	VMOVUPS Z3, 192(DI)(R15*1)
+	TESTQ R9, R9
+	JZ emnext
+	VMOVDQU32 Z4, 0(R9)(R15*1)
+	VMOVDQU32 Z5, 64(R9)(R15*1)
+	VMOVDQU32 Z6, 128(R9)(R15*1)
+	VMOVDQU32 Z7, 192(R9)(R15*1)
+emnext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP emblk
+emdone:
+	VZEROUPPER
+	RET
+
+// func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
+//
+// The backward pass of edgeMaxZ over the same n edges: the gradient grad
+// of the destination's maximum out goes, where an edge is the column's
+// argmax (arg) and out is not NaN, into its source's row of gx and, times
+// each feature, into the fd rows of gw, edges in order, with spmmRouteZ's
+// arithmetic (a product rounded, then a sum rounded): the bits spmmRouteZ
+// gives the stacked rows [x; w]. Per 64-column block, Z0-Z3 hold the
+// gradient, Z4-Z7 the argmax (−1 where the maximum is NaN) and Z12-Z23
+// the rows of gw; K1-K4 are an edge's columns, and edges with none are
+// skipped.
+TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
+	MOVQ gx+0(FP), DI
+	MOVQ src+40(FP), R8
+	MOVQ n+56(FP), R14
+	MOVQ fd+72(FP), BX
+	MOVQ BX, R13
+	SHLQ $2, R13 // bytes of features per edge
+	MOVQ stride+80(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+88(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $1, AX
+	VPBROADCASTD AX, Z25
+	MOVL $-1, AX
+	VPBROADCASTD AX, Z26
+erblk:
+	CMPQ CX, $64
+	JLT erdone
+	MOVQ grad+16(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z0
+	VMOVUPS 64(R10)(R15*1), Z1
+	VMOVUPS 128(R10)(R15*1), Z2
+	VMOVUPS 192(R10)(R15*1), Z3
+	MOVQ arg+24(FP), R10
+	VMOVDQU32 0(R10)(R15*1), Z4
+	VMOVDQU32 64(R10)(R15*1), Z5
+	VMOVDQU32 128(R10)(R15*1), Z6
+	VMOVDQU32 192(R10)(R15*1), Z7
+	MOVQ out+32(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z8
+	VMOVUPS 64(R10)(R15*1), Z9
+	VMOVUPS 128(R10)(R15*1), Z10
+	VMOVUPS 192(R10)(R15*1), Z11
+	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
+	VCMPPS $3, Z9, Z9, K2
+	VCMPPS $3, Z10, Z10, K3
+	VCMPPS $3, Z11, Z11, K4
+	VMOVDQA32 Z26, K1, Z4
+	VMOVDQA32 Z26, K2, Z5
+	VMOVDQA32 Z26, K3, Z6
+	VMOVDQA32 Z26, K4, Z7
+	MOVQ gw+8(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT erw
+	VMOVUPS 0(AX), Z12
+	VMOVUPS 64(AX), Z13
+	VMOVUPS 128(AX), Z14
+	VMOVUPS 192(AX), Z15
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT erw
+	VMOVUPS 0(AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT erw
+	VMOVUPS 0(AX), Z20
+	VMOVUPS 64(AX), Z21
+	VMOVUPS 128(AX), Z22
+	VMOVUPS 192(AX), Z23
+erw:
+	MOVL e+64(FP), AX
+	VPBROADCASTD AX, Z24 // the edge's number
+	MOVQ feat+48(FP), R10
+	XORQ DX, DX
+eredge:
+	CMPQ DX, R14
+	JGE erstore
+	VPCMPEQD Z24, Z4, K1
+	VPCMPEQD Z24, Z5, K2
+	VPCMPEQD Z24, Z6, K3
+	VPCMPEQD Z24, Z7, K4
+	KORW K1, K2, K5
+	KORW K3, K4, K6
+	KORTESTW K5, K6
+	JZ erskip // the edge attains no column's maximum
+	MOVQ (R8)(DX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	ADDQ R15, AX
+	// 1·grad is grad: the source row's sum, as spmmRouteZ's.
+	VADDPS 0(AX), Z0, Z8
+	VADDPS 64(AX), Z1, Z9
+	VADDPS 128(AX), Z2, Z10
+	VADDPS 192(AX), Z3, Z11
+	VMOVUPS Z8, K1, 0(AX)
+	VMOVUPS Z9, K2, 64(AX)
+	VMOVUPS Z10, K3, 128(AX)
+	VMOVUPS Z11, K4, 192(AX)
+	CMPQ BX, $1
+	JLT erskip
+	VBROADCASTSS 0(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z12, Z28, K1, Z12
+	VADDPS Z13, Z29, K2, Z13
+	VADDPS Z14, Z30, K3, Z14
+	VADDPS Z15, Z31, K4, Z15
+	CMPQ BX, $2
+	JLT erskip
+	VBROADCASTSS 4(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z16, Z28, K1, Z16
+	VADDPS Z17, Z29, K2, Z17
+	VADDPS Z18, Z30, K3, Z18
+	VADDPS Z19, Z31, K4, Z19
+	CMPQ BX, $3
+	JLT erskip
+	VBROADCASTSS 8(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z20, Z28, K1, Z20
+	VADDPS Z21, Z29, K2, Z21
+	VADDPS Z22, Z30, K3, Z22
+	VADDPS Z23, Z31, K4, Z23
+erskip:
+	ADDQ R13, R10
+	VPADDD Z25, Z24, Z24
+	INCQ DX
+	JMP eredge
+erstore:
+	MOVQ gw+8(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT ernext
+	VMOVUPS Z12, 0(AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT ernext
+	VMOVUPS Z16, 0(AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, 192(AX)
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT ernext
+	VMOVUPS Z20, 0(AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, 192(AX)
+ernext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP erblk
+erdone:
+	VZEROUPPER
+	RET

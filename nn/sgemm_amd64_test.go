@@ -420,3 +420,51 @@ func TestCheckRowsZ(t *testing.T) {
 		}
 	}
 }
+
+// TestEdgeMaxZ checks EdgeMax's AVX-512 kernels (edgeMaxZ, edgeRouteZ)
+// against SpMMSegmentMax's over the stacked rows, with NaN, ±0 and ±∞
+// among the rows, weights and features: the same bits (any NaN for a
+// NaN), argmax and gradients; and the same without AVX-512 (the Go loops
+// of both).
+func TestEdgeMaxZ(t *testing.T) {
+	if !haveAVX512 {
+		t.Skip("no AVX-512 on this CPU")
+	}
+	defer func(h bool) { haveAVX512 = h }(haveAVX512)
+	rng := rand.New(rand.NewPCG(35, 36))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, c := range []int{64, 128, 192} {
+		for rep := 0; rep < 16; rep++ {
+			ec := newEdgeCase[float32](rng, 2+rng.IntN(30), c, rep%4, 1+rng.IntN(80), 300+rng.IntN(400), rep%8 < 6)
+			if rep >= 8 {
+				for _, s := range [][]float32{ec.x, ec.w, ec.feat} {
+					for i := range s {
+						if rng.IntN(10) == 0 {
+							s[i] = special[rng.IntN(len(special))]
+						}
+					}
+				}
+			}
+			copy(ec.x[c:2*c], ec.x[:c]) // rows 0 and 1 equal: ties from distinct sources
+			r := make([]float32, ec.nseg*c)
+			for i := range r {
+				r[i] = float32(rng.NormFloat64())
+			}
+			for _, z := range []bool{true, false} {
+				haveAVX512 = z
+				wantOut, wantArg, wantGX, wantGW := ec.run(true, r)
+				gotOut, gotArg, gotGX, gotGW := ec.run(false, r)
+				name := fmt.Sprintf("c=%d rep %d (%d features) AVX-512 %v", c, rep, ec.nf, z)
+				if !sameBits(gotOut, wantOut) {
+					t.Fatalf("%s: values differ from SpMMSegmentMax's", name)
+				}
+				if !slices.Equal(gotArg, wantArg) {
+					t.Fatalf("%s: argmax differs from SpMMSegmentMax's", name)
+				}
+				if !sameBits(gotGX, wantGX) || !sameBits(gotGW, wantGW) {
+					t.Fatalf("%s: gradients differ from SpMMSegmentMax's", name)
+				}
+			}
+		}
+	}
+}

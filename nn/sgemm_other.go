@@ -84,6 +84,14 @@ func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *f
 	panic("nn: spmmRouteZ without the assembly kernel")
 }
 
+func edgeMaxZ(out *float32, arg *int32, x *float32, src *int, feat *float32, w *float32, n int, e int32, fresh bool, fd, stride, cols int) {
+	panic("nn: edgeMaxZ without the assembly kernel")
+}
+
+func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int) {
+	panic("nn: edgeRouteZ without the assembly kernel")
+}
+
 func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int) {
 	panic("nn: spmmScatterAVX without the assembly kernel")
 }

@@ -200,6 +200,7 @@ const (
 	opLayerNorm
 	opSpMM // ops_gnn.go
 	opSpMMSegMax
+	opEdgeMax
 )
 
 // node is one recorded operation. It is a plain struct (not a closure) so
@@ -293,6 +294,8 @@ func (tp *Tape[T]) backward(n *node[T]) {
 		backSpMM(n)
 	case opSpMMSegMax:
 		tp.backSpMMSegMax(n)
+	case opEdgeMax:
+		tp.backEdgeMax(n)
 	default:
 		panic(fmt.Sprintf("nn: unknown op %d", n.op))
 	}
