@@ -84,10 +84,21 @@ func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, 
 		s.workers = make([]sgemmBuf, workers)
 	}
 	panels := (n + sgemmNR - 1) / sgemmNR
+	// The AVX-512 kernels read an untransposed B of whole 32-column pairs
+	// of panels in place (a weight gradient's B is a whole layer's
+	// gradient, whose copy cost as much as a fifth of the product), up to
+	// sgemmStrideMax apart like A's columns.
+	inPlace := haveSgemmZ && !transB && n%(2*sgemmNR) == 0 && ldb <= sgemmStrideMax
 	for p0 := 0; p0 < k; p0 += sgemmKC {
 		kb := min(sgemmKC, k-p0)
-		s.b = grow(s.b, panels*kb*sgemmNR)
-		packB(s.b, transB, b, ldb, p0, kb, n)
+		bs := sgemmB{p: b[min(p0*ldb, len(b)):], ld: ldb}
+		if inPlace {
+			_ = b[(p0+kb-1)*ldb+n-1] // the kernels read this far
+		} else {
+			s.b = grow(s.b, panels*kb*sgemmNR)
+			packB(s.b, transB, b, ldb, p0, kb, n)
+			bs = sgemmB{p: s.b}
+		}
 		var add sgemmAdd // what the depth block's sums are added to
 		switch {
 		case beta == 1 || p0 > 0:
@@ -97,16 +108,32 @@ func (s *sgemmScratch) sgemmBias(transA, transB bool, m, n, k int, a []float32, 
 		}
 		add.relu = relu && p0+kb == k // on the last depth block's sums
 		if workers == 1 {
-			sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, add)
+			sgemmRows(&s.workers[0], bs, transA, a, lda, 0, m, m, p0, kb, n, c, ldc, add)
 			continue
 		}
-		s.parallel(workers, transA, a, lda, m, p0, kb, n, c, ldc, add)
+		s.parallel(workers, bs, transA, a, lda, m, p0, kb, n, c, ldc, add)
 	}
 }
 
+// sgemmB is the B of a depth block: packed panels (ld 0), or B's rows
+// read in place, ld apart, from the block's first.
+type sgemmB struct {
+	p  []float32
+	ld int
+}
+
+// at returns the kernels' pointer to the kb×32 block of columns from j
+// (ld 0: two panels of kb×16).
+func (bs sgemmB) at(j, kb int) *float32 {
+	if bs.ld == 0 {
+		return &bs.p[j*kb]
+	}
+	return &bs.p[j]
+}
+
 // parallel splits sgemmRows evenly by row panels between workers
-// goroutines (the caller being one), which all read the packed B.
-func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
+// goroutines (the caller being one), which all read B.
+func (s *sgemmScratch) parallel(workers int, bs sgemmB, transA bool, a []float32, lda, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
 	var wg sync.WaitGroup
 	rowPanels := (m + sgemmMR - 1) / sgemmMR
 	for w := 1; w < workers; w++ {
@@ -115,10 +142,10 @@ func (s *sgemmScratch) parallel(workers int, transA bool, a []float32, lda, m, p
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sgemmRows(&s.workers[w], s.b, transA, a, lda, i0, i1, m, p0, kb, n, c, ldc, add)
+			sgemmRows(&s.workers[w], bs, transA, a, lda, i0, i1, m, p0, kb, n, c, ldc, add)
 		}()
 	}
-	sgemmRows(&s.workers[0], s.b, transA, a, lda, 0, min(m, rowPanels/workers*sgemmMR), m, p0, kb, n, c, ldc, add)
+	sgemmRows(&s.workers[0], bs, transA, a, lda, 0, min(m, rowPanels/workers*sgemmMR), m, p0, kb, n, c, ldc, add)
 	wg.Wait()
 }
 
@@ -141,8 +168,9 @@ func (ad sgemmAdd) at(i, j int) *float32 {
 }
 
 // sgemmRows computes rows [i0, i1) of one depth block [p0, p0+kb) of the
-// product from the packed B in bpack, plus add.
-func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0, i1, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
+// product from B (packed, or in place where the AVX-512 kernels take all
+// columns), plus add.
+func sgemmRows(buf *sgemmBuf, bs sgemmB, transA bool, a []float32, lda, i0, i1, m, p0, kb, n int, c []float32, ldc int, add sgemmAdd) {
 	const mr, nr = sgemmMR, sgemmNR
 	buf.a = grow(buf.a, mr*kb)
 	tile := buf.tile[:]
@@ -176,7 +204,7 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 		if rows12 {
 			for ; j+2*nr <= n; j += 2 * nr {
 				_ = c[(i+2*mr-1)*ldc+j+2*nr-1]
-				sgemmKernel12x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)
+				sgemmKernel12x32Z(kb, &ap[0], ldp, step, bs.at(j, kb), &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu, bs.ld)
 			}
 			zdone = j
 		}
@@ -185,18 +213,18 @@ func sgemmRows(buf *sgemmBuf, bpack []float32, transA bool, a []float32, lda, i0
 			for ; j+2*nr <= n; j += 2 * nr {
 				if rows == mr {
 					_ = c[(i+mr-1)*ldc+j+2*nr-1]
-					sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)
+					sgemmKernel6x32Z(kb, &ap[0], ldp, step, bs.at(j, kb), &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu, bs.ld)
 					continue
 				}
 				// The last rows of A, copied and padded with zero rows:
 				// the tile goes to a buffer, and its rows to c.
-				sgemmKernel6x32Z(kb, &ap[0], ldp, step, &bpack[j*kb], &tile[0], 2*nr, nil, 0, false)
+				sgemmKernel6x32Z(kb, &ap[0], ldp, step, bs.at(j, kb), &tile[0], 2*nr, nil, 0, false, bs.ld)
 				storeTile(c, ldc, i, j, rows, 2*nr, tile[:], 2*nr, add)
 			}
 		}
 		for ; j < n; j += nr {
 			cols := min(nr, n-j)
-			bp := bpack[j*kb : (j+nr)*kb]
+			bp := bs.p[j*kb : (j+nr)*kb] // packed: in place, every column is a pair's
 			if rows == mr && cols == nr {
 				_ = c[(i+mr-1)*ldc+j+nr-1] // the kernel writes this far
 				sgemmKernel6x16(kb, &ap[0], ldp, step, &bp[0], &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu)

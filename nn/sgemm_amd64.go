@@ -27,15 +27,19 @@ var haveSgemmZ = haveSgemmKernel && haveAVX512
 //go:noescape
 func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 
-// sgemmKernel6x32Z is implemented in sgemm_amd64.s.
+// sgemmKernel6x32Z is implemented in sgemm_amd64.s. Unlike
+// sgemmKernel6x16 it also reads b in place: with ldb 0, b is two packed
+// panels (k×16 each, one after the other); else row p of the 32 columns
+// is b[p*ldb:p*ldb+32].
 //
 //go:noescape
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
 
-// sgemmKernel12x32Z is implemented in sgemm_amd64.s.
+// sgemmKernel12x32Z is implemented in sgemm_amd64.s; b as
+// sgemmKernel6x32Z's.
 //
 //go:noescape
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
 
 // addAVX sets dst[i] = a[i] + b[i] for n, a multiple of 8, elements;
 // sgemm_amd64.s.

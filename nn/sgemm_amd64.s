@@ -600,7 +600,7 @@ pr16done:
 // same order, then the same add, so the bits equal those of two
 // sgemmKernel6x16 calls. Z0-Z11 hold the 6×32 tile, Z12-Z13 a row of the
 // two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
-TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-73
+TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -610,9 +610,18 @@ TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-73
 	LEAQ (SI)(R10*2), R11
 	ADDQ R10, R11 // row 3
 	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez6
 	MOVQ CX, BX
 	SHLQ $6, BX
 	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez6
+bplacez6:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez6:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
@@ -652,8 +661,8 @@ loopz:
 	VFMADD231PS Z13, Z15, Z11
 	ADDQ R12, SI
 	ADDQ R12, R11
-	ADDQ $64, DI
-	ADDQ $64, BX
+	ADDQ AX, DI
+	ADDQ AX, BX
 	DECQ CX
 	JNZ loopz
 
@@ -735,7 +744,7 @@ storezs:
 //
 // sgemmKernel6x32Z for twelve rows: Z0-Z23 hold the 12×32 tile, Z24-Z25 a
 // row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
-TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-73
+TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-88
 	MOVQ k+0(FP), CX
 	MOVQ a+8(FP), SI
 	MOVQ lda+16(FP), R10
@@ -749,9 +758,18 @@ TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-73
 	LEAQ (R13)(R10*2), R14
 	ADDQ R10, R14 // row 9
 	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez12
 	MOVQ CX, BX
 	SHLQ $6, BX
 	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez12
+bplacez12:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez12:
 	MOVQ c+40(FP), DX
 	MOVQ ldc+48(FP), R8
 	SHLQ $2, R8
@@ -866,8 +884,8 @@ loopz12:
 	ADDQ R12, R11
 	ADDQ R12, R13
 	ADDQ R12, R14
-	ADDQ $64, DI
-	ADDQ $64, BX
+	ADDQ AX, DI
+	ADDQ AX, BX
 	DECQ CX
 	JNZ loopz12
 

@@ -16,11 +16,11 @@ func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, a
 	panic("nn: sgemmKernel6x16 without the assembly kernel")
 }
 
-func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
+func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int) {
 	panic("nn: sgemmKernel6x32Z without the assembly kernel")
 }
 
-func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
+func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int) {
 	panic("nn: sgemmKernel12x32Z without the assembly kernel")
 }
 
