@@ -206,6 +206,11 @@ func sgemmRows(buf *sgemmBuf, bs sgemmB, transA bool, a []float32, lda, i0, i1, 
 				_ = c[(i+2*mr-1)*ldc+j+2*nr-1]
 				sgemmKernel12x32Z(kb, &ap[0], ldp, step, bs.at(j, kb), &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu, bs.ld)
 			}
+			if j+nr <= n { // a last whole panel (a 16-column product's only one)
+				_ = c[(i+2*mr-1)*ldc+j+nr-1]
+				sgemmKernel12x16Z(kb, &ap[0], ldp, step, bs.at(j, kb), &c[i*ldc+j], ldc, add.at(i, j), add.ld, add.relu, bs.ld)
+				j += nr
+			}
 			zdone = j
 		}
 		if haveSgemmZ {
