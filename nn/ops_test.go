@@ -680,3 +680,42 @@ func TestSumTermsSparseBits(t *testing.T) {
 		}
 	}
 }
+
+// TestSumAllExact: SumAll's interleaved float64 sums give the exact sum
+// of values it can hold, at lengths around its four lanes, and its
+// gradient is the scale everywhere, whether SumAll is the input's only
+// consumer (the gradient is written) or not (added).
+func TestSumAllExact(t *testing.T) {
+	for n := 0; n <= 9; n++ {
+		x := NewParam[float32](n)
+		for i := range x.Data {
+			x.Data[i] = float32(i + 1)
+		}
+		tp := NewTape[float32]()
+		s := tp.SumAll(x)
+		if want := float32(n * (n + 1) / 2); s.Data[0] != want {
+			t.Errorf("n=%d: sum %v, want %v", n, s.Data[0], want)
+		}
+		if n == 0 {
+			continue
+		}
+		// y = x·1 is the tape's: its gradient starts unwritten.
+		tp.Reset()
+		tp.Backward(tp.Scale(tp.SumAll(tp.Scale(x, 1)), 3))
+		for i, g := range x.Grad {
+			if g != 3 {
+				t.Fatalf("n=%d: gradient[%d] = %v, want 3 (written)", n, i, g)
+			}
+		}
+		tp.Reset()
+		clear(x.Grad)
+		// y also feeds y⊙y, whose gradient 2y reaches y first.
+		y := tp.Scale(x, 1)
+		tp.Backward(tp.Add(tp.SumAll(y), tp.SumAll(tp.Mul(y, y))))
+		for i, g := range x.Grad {
+			if want := 1 + 2*x.Data[i]; g != want {
+				t.Fatalf("n=%d: gradient[%d] = %v, want %v (added)", n, i, g, want)
+			}
+		}
+	}
+}
