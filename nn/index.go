@@ -139,11 +139,31 @@ func (tp *Tape[T]) SegmentMax(x *Tensor[T], seg []int, nseg int) *Tensor[T] {
 	_, stride := x.lead()
 	out := tp.allocLeadRaw(x, nseg)
 	m := tp.segmentMaxer(out.Data, nseg, stride, false)
+	if !out.RequiresGrad {
+		for i, s := range seg {
+			m.add(s, x.Data[i*stride:(i+1)*stride])
+		}
+		m.finish()
+		tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg})
+		return out
+	}
+	// Each output's argmax, the row its gradient goes to: the backward pass
+	// then routes one value per output instead of comparing every input
+	// with its segment's maximum (a graph readout's max over all its
+	// nodes' rows).
+	arg := tp.allocInt32s(len(out.Data))
 	for i, s := range seg {
-		m.add(s, x.Data[i*stride:(i+1)*stride])
+		m.addArg(s, x.Data[i*stride:(i+1)*stride], arg, i)
 	}
 	m.finish()
-	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg})
+	for s, c := range m.counts {
+		if c == 0 { // no row: no gradient
+			for j := range arg[s*stride : (s+1)*stride] {
+				arg[s*stride+j] = -1
+			}
+		}
+	}
+	tp.record(node[T]{op: opSegMax, out: out, a: x, idx: seg, arg: arg})
 	return out
 }
 
@@ -249,17 +269,13 @@ func (tp *Tape[T]) backSegMax(n *node[T]) {
 		return
 	}
 	_, stride := n.a.lead()
-	done := tp.allocInts(len(n.out.Data)) // 1 once an output's gradient is routed
-	clear(done)
-	for i, s := range n.idx {
-		xr, gr := n.a.Data[i*stride:(i+1)*stride], ga[i*stride:(i+1)*stride]
-		or, g := n.out.Data[s*stride:(s+1)*stride], n.out.Grad[s*stride:(s+1)*stride]
-		dr := done[s*stride : (s+1)*stride]
-		for j, v := range xr {
-			if v == or[j] && dr[j] == 0 {
-				gr[j] += g[j]
-				dr[j] = 1
-			}
+	// Each output's gradient goes to the first row that attained its
+	// maximum (addArg's argmax); a NaN maximum equals no row, and an
+	// empty segment has none.
+	for k, o := range n.out.Data {
+		if o != o || n.arg[k] < 0 {
+			continue
 		}
+		ga[int(n.arg[k])*stride+k%stride] += n.out.Grad[k]
 	}
 }

@@ -838,6 +838,19 @@ func (tp *Tape[T]) sumAll(x *Tensor[T], scale float64) *Tensor[T] {
 	return out
 }
 
+// fill sets every element of s to v: the first, then copies doubling in
+// length (memmove's wide stores, where a loop stores one element at a
+// time).
+func fill[T Float](s []T, v T) {
+	if len(s) == 0 {
+		return
+	}
+	s[0] = v
+	for k := 1; k < len(s); k *= 2 {
+		copy(s[k:], s[:k])
+	}
+}
+
 func backSumAll[T Float](n *node[T]) {
 	ga, fresh := gradFor(n.a)
 	if ga == nil {
@@ -845,9 +858,7 @@ func backSumAll[T Float](n *node[T]) {
 	}
 	g := n.out.Grad[0] * T(n.f0)
 	if fresh { // nothing added yet: the gradient is g everywhere
-		for i := range ga {
-			ga[i] = g
-		}
+		fill(ga, g)
 		return
 	}
 	for i := range ga {

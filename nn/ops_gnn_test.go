@@ -401,3 +401,54 @@ func TestEdgeMaxRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSegmentMaxRoutes checks SegmentMax's gradient against its
+// definition: each output's gradient goes to the first row of its segment
+// whose value equals the maximum, none for a NaN maximum or an empty
+// segment; rows hold ties, ±0, ±∞ and NaN, at widths the AVX kernels take
+// and others, in both float types.
+func TestSegmentMaxRoutes(t *testing.T) {
+	testSegmentMaxRoutes[float32](t)
+	testSegmentMaxRoutes[float64](t)
+}
+
+func testSegmentMaxRoutes[T Float](t *testing.T) {
+	rng := rand.New(rand.NewPCG(37, 38))
+	special := []float64{0, math.Copysign(0, -1), math.NaN(), math.Inf(1), math.Inf(-1), 1, 1}
+	for rep := 0; rep < 30; rep++ {
+		rows, d, nseg := 1+rng.IntN(40), []int{1, 7, 16, 64, 70}[rep%5], 1+rng.IntN(6)
+		x := NewParam[T](rows, d)
+		for i := range x.Data {
+			x.Data[i] = T(special[rng.IntN(len(special))])
+			if rng.IntN(3) == 0 {
+				x.Data[i] = T(rng.IntN(3))
+			}
+		}
+		seg := make([]int, rows)
+		for i := range seg {
+			seg[i] = rng.IntN(nseg)
+		}
+		g := make([]T, nseg*d)
+		for i := range g {
+			g[i] = T(1 + rng.IntN(7))
+		}
+		tp := NewTape[T]()
+		y := tp.SegmentMax(x, seg, nseg)
+		tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(g, nseg, d))))
+		want := make([]T, rows*d)
+		for s := 0; s < nseg; s++ {
+			for j := 0; j < d; j++ {
+				o := y.Data[s*d+j]
+				for i := range seg {
+					if seg[i] == s && x.Data[i*d+j] == o {
+						want[i*d+j] += g[s*d+j]
+						break
+					}
+				}
+			}
+		}
+		if !slices.Equal(x.Grad, want) {
+			t.Fatalf("rep %d (%d rows, width %d): gradient %v, want %v", rep, rows, d, x.Grad, want)
+		}
+	}
+}
