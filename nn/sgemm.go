@@ -182,9 +182,27 @@ func sgemmRows(buf *sgemmBuf, bs sgemmB, transA bool, a []float32, lda, i0, i1, 
 		// (up to sgemmStrideMax). The last, partial panel is copied first.
 		ap, ldp, step := buf.a, kb, 1
 		rows12 := haveSgemmZ && zdone == 0 && i+2*mr <= i1 // twelve rows in place
+		j4 := 0                                            // columns the four-row kernel has done
 		switch {
 		case rows < mr || transA && lda > sgemmStrideMax:
-			packA(ap, transA, a, lda, i, rows, p0, kb)
+			if rows == 4 && haveSgemmZ && (!transA || lda <= sgemmStrideMax) {
+				// Four last rows in place (64 = 5·12 + 4: the weight
+				// gradients of 64-wide layers), whole pairs of panels.
+				aq, ldq, stq := a[min(i*lda+p0, len(a)):], lda, 1
+				if transA {
+					_ = a[(p0+kb-1)*lda+i+3]
+					aq, ldq, stq = a[p0*lda+i:], 1, lda
+				} else {
+					_ = a[(i+3)*lda+p0+kb-1]
+				}
+				for ; j4+2*nr <= n; j4 += 2 * nr {
+					_ = c[(i+3)*ldc+j4+2*nr-1]
+					sgemmKernel4x32Z(kb, &aq[0], ldq, stq, bs.at(j4, kb), &c[i*ldc+j4], ldc, add.at(i, j4), add.ld, add.relu, bs.ld)
+				}
+			}
+			if j4 < n {
+				packA(ap, transA, a, lda, i, rows, p0, kb)
+			}
 			rows12 = false
 		case transA:
 			_ = a[(p0+kb-1)*lda+i+mr-1]
@@ -199,7 +217,7 @@ func sgemmRows(buf *sgemmBuf, bs sgemmB, transA bool, a []float32, lda, i0, i1, 
 			}
 			ap, ldp = a[i*lda+p0:], lda
 		}
-		j := zdone
+		j := max(zdone, j4)
 		zdone = 0
 		if rows12 {
 			for ; j+2*nr <= n; j += 2 * nr {

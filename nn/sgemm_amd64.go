@@ -41,6 +41,11 @@ func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, 
 //go:noescape
 func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
 
+// sgemmKernel4x32Z is sgemmKernel6x32Z for four rows; sgemm_amd64.s.
+//
+//go:noescape
+func sgemmKernel4x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
+
 // sgemmKernel12x16Z is sgemmKernel12x32Z for one 16-column panel, with
 // sgemmKernel6x16's bits; sgemm_amd64.s.
 //

@@ -2360,3 +2360,122 @@ storez1216s:
 	VMOVUPS Z22, (DX)
 	VZEROUPPER
 	RET
+
+
+// func sgemmKernel4x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
+//
+// sgemmKernel6x32Z for four rows of a in place (Z0-Z7), where the last
+// rows of a product are four: the bits of the six-row kernels.
+TEXT ·sgemmKernel4x32Z(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez64
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez64
+bplacez64:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez64:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+loopz4:
+	VMOVUPS (DI), Z12
+	VMOVUPS (BX), Z13
+	VBROADCASTSS (SI), Z14
+	VFMADD231PS Z12, Z14, Z0
+	VFMADD231PS Z13, Z14, Z1
+	VBROADCASTSS (SI)(R10*1), Z15
+	VFMADD231PS Z12, Z15, Z2
+	VFMADD231PS Z13, Z15, Z3
+	VBROADCASTSS (SI)(R10*2), Z14
+	VFMADD231PS Z12, Z14, Z4
+	VFMADD231PS Z13, Z14, Z5
+	VBROADCASTSS (R11), Z15
+	VFMADD231PS Z12, Z15, Z6
+	VFMADD231PS Z13, Z15, Z7
+	ADDQ R12, SI
+	ADDQ R12, R11
+	ADDQ AX, DI
+	ADDQ AX, BX
+	DECQ CX
+	JNZ loopz4
+
+	MOVQ add+56(FP), R9
+	TESTQ R9, R9
+	JZ storez4
+	MOVQ ldadd+64(FP), AX
+	SHLQ $2, AX
+	VADDPS (R9), Z0, Z0
+	VADDPS 64(R9), Z1, Z1
+	ADDQ AX, R9
+	VADDPS (R9), Z2, Z2
+	VADDPS 64(R9), Z3, Z3
+	ADDQ AX, R9
+	VADDPS (R9), Z4, Z4
+	VADDPS 64(R9), Z5, Z5
+	ADDQ AX, R9
+	VADDPS (R9), Z6, Z6
+	VADDPS 64(R9), Z7, Z7
+	ADDQ AX, R9
+	ADDQ AX, R9
+
+storez4:
+	MOVBLZX relu+72(FP), AX
+	TESTQ AX, AX
+	JZ storezs4
+	VPXORD Z14, Z14, Z14
+	VMAXPS Z0, Z14, Z0
+	VADDPS Z14, Z0, Z0
+	VMAXPS Z1, Z14, Z1
+	VADDPS Z14, Z1, Z1
+	VMAXPS Z2, Z14, Z2
+	VADDPS Z14, Z2, Z2
+	VMAXPS Z3, Z14, Z3
+	VADDPS Z14, Z3, Z3
+	VMAXPS Z4, Z14, Z4
+	VADDPS Z14, Z4, Z4
+	VMAXPS Z5, Z14, Z5
+	VADDPS Z14, Z5, Z5
+	VMAXPS Z6, Z14, Z6
+	VADDPS Z14, Z6, Z6
+	VMAXPS Z7, Z14, Z7
+	VADDPS Z14, Z7, Z7
+
+storezs4:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z2, (DX)
+	VMOVUPS Z3, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z4, (DX)
+	VMOVUPS Z5, 64(DX)
+	ADDQ R8, DX
+	VMOVUPS Z6, (DX)
+	VMOVUPS Z7, 64(DX)
+	ADDQ R8, DX
+	ADDQ R8, DX
+	VZEROUPPER
+	RET

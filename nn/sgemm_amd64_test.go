@@ -159,7 +159,7 @@ func TestSgemmZ(t *testing.T) {
 	}
 	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
 	rng := rand.New(rand.NewPCG(41, 42))
-	for _, s := range []struct{ m, n, k int }{{6, 32, 1}, {12, 64, 64}, {13, 48, 300}, {31, 100, 7}, {64, 33, 513}, {7, 16, 20}, {13, 64, 300}, {29, 96, 600}, {5, 32, 40}, {14400, 16, 18}, {37, 16, 300}, {25, 48, 70}} {
+	for _, s := range []struct{ m, n, k int }{{6, 32, 1}, {12, 64, 64}, {13, 48, 300}, {31, 100, 7}, {64, 33, 513}, {7, 16, 20}, {13, 64, 300}, {29, 96, 600}, {5, 32, 40}, {14400, 16, 18}, {37, 16, 300}, {25, 48, 70}, {64, 64, 600}, {4, 96, 30}, {16, 64, 9}} {
 		for _, tA := range []bool{false, true} {
 			for _, tB := range []bool{false, true} {
 				for _, beta := range []float32{0, 1} {

@@ -24,6 +24,10 @@ func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int,
 	panic("nn: sgemmKernel12x32Z without the assembly kernel")
 }
 
+func sgemmKernel4x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int) {
+	panic("nn: sgemmKernel4x32Z without the assembly kernel")
+}
+
 func sgemmKernel12x16Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int) {
 	panic("nn: sgemmKernel12x16Z without the assembly kernel")
 }

@@ -352,7 +352,7 @@ func TestSgemmBias(t *testing.T) {
 	rng := rand.New(rand.NewPCG(61, 62))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
 	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b }
-	for _, s := range []struct{ m, n, k int }{{4, 5, 3}, {6, 16, 1}, {12, 64, 64}, {13, 40, 300}, {31, 100, 7}, {64, 33, 513}} {
+	for _, s := range []struct{ m, n, k int }{{4, 5, 3}, {6, 16, 1}, {12, 64, 64}, {13, 40, 300}, {31, 100, 7}, {64, 33, 513}, {64, 64, 70}, {4, 32, 10}, {36, 16, 18}} {
 		for _, tA := range []bool{false, true} {
 			for _, relu := range []bool{false, true} {
 				ar, ac := s.m, s.k
