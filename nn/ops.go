@@ -276,8 +276,11 @@ func (tp *Tape[T]) sparseInto(op string, o []T, ptr, idx []int, w []T, x *Tensor
 	for i := 0; i+1 < len(ptr); {
 		end := min(i+csrChunk, len(ptr)-1)
 		checkRows(op, ptr, idx, i, end, nrow)
-		for ; pair && i+2 <= end; i += 2 {
-			spmmPair(o[i*stride:(i+1)*stride], o[(i+1)*stride:(i+2)*stride], ptr, idx, w, x.Data, i, stride, mode)
+		if n2 := (end - i) &^ 1; pair && n2 > 0 {
+			// The chunk's rows two at a time, in one call.
+			_ = o[(i+n2)*stride-1]
+			spmmRangeZ(&as32(o)[i*stride], unsafe.SliceData(as32(x.Data)), &ptr[i], unsafe.SliceData(idx), unsafe.SliceData(as32(w)), n2, stride, stride, mode)
+			i += n2
 		}
 		for ; i < end; i++ {
 			dst := o[i*stride : (i+1)*stride]

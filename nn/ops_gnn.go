@@ -152,28 +152,13 @@ func (tp *Tape[T]) SpMMSegmentMax(ptr, idx []int, w []T, x *Tensor[T], seg []int
 }
 
 // zRows reports whether sparse products over rows of x, stride wide, run
-// the AVX-512 row kernels: two destination rows at a time (spmmPair), a
+// the AVX-512 row kernels: two destination rows at a time (spmmRangeZ), a
 // segment's run of rows in registers (spmmRun, spmmRouteZ) and a whole
 // backward scatter in one call (spmmScatterRowsZ). They need float32 rows
 // of whole 64-column blocks.
 func zRows[T Float](x []T, stride int) bool {
 	var z T
 	return unsafe.Sizeof(z) == 4 && haveAVX512 && stride > 0 && stride%64 == 0
-}
-
-// spmmPair is spmmRow for rows i and i+1 of the sparse matrix (into d1
-// and d2) at once: one row's sum is a chain of multiply-adds that waits on
-// each one's latency, and two chains interleaved keep the units busy.
-// Each row's terms are added in its own order, so the bits are spmmRow's.
-// mode 1 adds the sums to d1 and d2 instead (addTo's bits), mode 2 then
-// takes max(·, 0) (addRelu's). Only where zRows says so, on rows
-// checkRows has checked.
-func spmmPair[T Float](d1, d2 []T, ptr, idx []int, w []T, x []T, i, stride, mode int) {
-	f1, t1, f2, t2 := ptr[i], ptr[i+1], ptr[i+1], ptr[i+2]
-	i1, w1 := csrRange(idx, w, f1, t1)
-	i2, w2 := csrRange(idx, w, f2, t2)
-	d1, d2 = d1[:stride], d2[:stride]
-	spmmRows2Z(&as32(d1)[0], &as32(d2)[0], unsafe.SliceData(as32(x)), i1, w1, t1-f1, i2, w2, t2-f2, stride, stride, mode)
 }
 
 // spmmRow writes Σ w[e]·x[idx[e]] over e in [from, to) into dst (w nil:

@@ -124,18 +124,19 @@ func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)
 //go:noescape
 func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 
-// spmmRows2Z is spmmRowAVX for two rows at once (idx1, w1, n1 into dst1;
-// idx2, w2, n2 into dst2), in AVX-512, for cols a multiple of 64; the
-// same bits. mode 1 adds the sums to the rows (addTo's bits), mode 2 then
-// takes max(·, 0) (addRelu's); sgemm_amd64.s.
+// spmmRangeZ computes rows 0 … rows−1 (rows even) of a sparse product
+// (row i: Σ w[e]·x[idx[e]·stride:] over its entries [ptr[i], ptr[i+1]))
+// into o[i*stride:], two rows at a time in AVX-512 registers, for cols a
+// multiple of 64, with spmmRowAVX's bits; mode 1 adds the sums to the rows
+// (addTo's bits), mode 2 then takes max(·, 0) (addRelu's); sgemm_amd64.s.
 //
 //go:noescape
-func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int)
+func spmmRangeZ(o, x *float32, ptr, idx *int, w *float32, rows, stride, cols, mode int)
 
 // spmmMaxArgZ takes the messages of n rows of a sparse product (numbered
 // e, e+1, ...; row i's entries [ptr[i], ptr[i+1]) of idx and w), all of one
 // segment, into the segment's maximum out and argmax arg (nil: none) as
-// spmmRows2Z and maxArgZ would, without storing them, for cols a multiple
+// spmmRangeZ and maxArgZ would, without storing them, for cols a multiple
 // of 64; fresh: out and arg start at −∞ and e instead of being read;
 // sgemm_amd64.s.
 //

@@ -1165,173 +1165,6 @@ ardone:
 	VZEROUPPER
 	RET
 
-// func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int)
-//
-// With mode 0, spmmRowAVX for two destination rows at once, in AVX-512 registers, for
-// cols a multiple of 64: dst1[j] = Σ_{e<n1} w1[e]·x[idx1[e]*stride+j] and
-// likewise dst2 (nil weights mean 1). A row's sum is one chain of fused
-// multiply-adds, so one row alone waits on the multiply-add's latency;
-// two rows' chains, interleaved while both have entries, fill the
-// multiply-add units. Each row's terms are added in its own order, from
-// +0, so the bits are spmmRowAVX's. Z0-Z3 hold row 1's 64 columns, Z4-Z7
-// row 2's, Z8 and Z9 the weights.
-// Mode 1 adds the sums to dst1 and dst2 as addAVX would (dst += sum),
-// mode 2 as addReluAVX would (dst = max(dst + sum, 0)).
-TEXT ·spmmRows2Z(SB), NOSPLIT, $0-96
-	MOVQ dst1+0(FP), DI
-	MOVQ dst2+8(FP), DX
-	MOVQ x+16(FP), SI
-	MOVQ stride+72(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+80(FP), CX
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X10
-	VBROADCASTSS X10, Z10
-	VMOVAPS Z10, Z8
-	VMOVAPS Z10, Z9
-r2blk:
-	CMPQ CX, $64
-	JLT r2done
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	MOVQ idx1+24(FP), R8
-	MOVQ w1+32(FP), R9
-	MOVQ idx2+48(FP), R12
-	MOVQ w2+56(FP), R13
-	MOVQ n1+40(FP), R14
-	MOVQ n2+64(FP), R15
-	XORQ BX, BX
-	MOVQ R14, R10
-	CMPQ R15, R10
-	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
-r2both:
-	CMPQ BX, R10
-	JGE r2one
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ r2b1
-	VBROADCASTSS (R9)(BX*4), Z8
-r2b1:
-	VFMADD231PS 0(AX), Z8, Z0
-	VFMADD231PS 64(AX), Z8, Z1
-	VFMADD231PS 128(AX), Z8, Z2
-	VFMADD231PS 192(AX), Z8, Z3
-	MOVQ (R12)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R13, R13
-	JZ r2b2
-	VBROADCASTSS (R13)(BX*4), Z9
-r2b2:
-	VFMADD231PS 0(AX), Z9, Z4
-	VFMADD231PS 64(AX), Z9, Z5
-	VFMADD231PS 128(AX), Z9, Z6
-	VFMADD231PS 192(AX), Z9, Z7
-	INCQ BX
-	JMP r2both
-r2one:
-	MOVQ BX, R10 // where row 2 resumes
-r2one1:
-	CMPQ BX, R14
-	JGE r2two
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ r2o1
-	VBROADCASTSS (R9)(BX*4), Z8
-r2o1:
-	VFMADD231PS 0(AX), Z8, Z0
-	VFMADD231PS 64(AX), Z8, Z1
-	VFMADD231PS 128(AX), Z8, Z2
-	VFMADD231PS 192(AX), Z8, Z3
-	INCQ BX
-	JMP r2one1
-r2two:
-	MOVQ R10, BX
-r2two1:
-	CMPQ BX, R15
-	JGE r2store
-	MOVQ (R12)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R13, R13
-	JZ r2o2
-	VBROADCASTSS (R13)(BX*4), Z9
-r2o2:
-	VFMADD231PS 0(AX), Z9, Z4
-	VFMADD231PS 64(AX), Z9, Z5
-	VFMADD231PS 128(AX), Z9, Z6
-	VFMADD231PS 192(AX), Z9, Z7
-	INCQ BX
-	JMP r2two1
-r2store:
-	MOVQ mode+88(FP), AX
-	TESTQ AX, AX
-	JZ r2put
-	// mode 1: dst + sum, as addAVX adds (dst the first operand, whose NaN
-	// an addition keeps); mode 2: then max(·, 0) + 0, as addReluAVX.
-	VMOVUPS 0(DI), Z16
-	VMOVUPS 64(DI), Z17
-	VMOVUPS 128(DI), Z18
-	VMOVUPS 192(DI), Z19
-	VMOVUPS 0(DX), Z20
-	VMOVUPS 64(DX), Z21
-	VMOVUPS 128(DX), Z22
-	VMOVUPS 192(DX), Z23
-	VADDPS Z0, Z16, Z0
-	VADDPS Z1, Z17, Z1
-	VADDPS Z2, Z18, Z2
-	VADDPS Z3, Z19, Z3
-	VADDPS Z4, Z20, Z4
-	VADDPS Z5, Z21, Z5
-	VADDPS Z6, Z22, Z6
-	VADDPS Z7, Z23, Z7
-	CMPQ AX, $2
-	JNE r2put
-	VPXORD Z24, Z24, Z24
-	VMAXPS Z0, Z24, Z0
-	VMAXPS Z1, Z24, Z1
-	VMAXPS Z2, Z24, Z2
-	VMAXPS Z3, Z24, Z3
-	VMAXPS Z4, Z24, Z4
-	VMAXPS Z5, Z24, Z5
-	VMAXPS Z6, Z24, Z6
-	VMAXPS Z7, Z24, Z7
-	VADDPS Z24, Z0, Z0
-	VADDPS Z24, Z1, Z1
-	VADDPS Z24, Z2, Z2
-	VADDPS Z24, Z3, Z3
-	VADDPS Z24, Z4, Z4
-	VADDPS Z24, Z5, Z5
-	VADDPS Z24, Z6, Z6
-	VADDPS Z24, Z7, Z7
-r2put:
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 0(DX)
-	VMOVUPS Z5, 64(DX)
-	VMOVUPS Z6, 128(DX)
-	VMOVUPS Z7, 192(DX)
-	ADDQ $256, DI
-	ADDQ $256, DX
-	ADDQ $256, SI
-	SUBQ $64, CX
-	JMP r2blk
-r2done:
-	VZEROUPPER
-	RET
-
 // func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32)
 //
 // maxArgAVX in AVX-512, sixteen lanes at a time, for n a multiple of 16:
@@ -2477,5 +2310,194 @@ storezs4:
 	VMOVUPS Z7, 64(DX)
 	ADDQ R8, DX
 	ADDQ R8, DX
+	VZEROUPPER
+	RET
+
+// func spmmRangeZ(o, x *float32, ptr, idx *int, w *float32, rows, stride, cols, mode int)
+//
+// Rows 0, 1, … of a sparse product, two at a time (rows even): row i, its
+// entries [ptr[i], ptr[i+1]) of idx and w (nil: weights 1), into
+// o[i*stride:]. Per 64-column block the two rows' sums are separate
+// chains of fused multiply-adds (Z0-Z3, Z4-Z7), interleaved to hide their
+// latency; each row's terms in its order, so the bits are spmmRowAVX's.
+// mode 1 adds the sums to the rows (o the first operand, whose NaN an
+// addition keeps, as addAVX), mode 2 then takes max(·, 0) + 0 (as
+// addReluAVX). The argument slots rows, ptr and o hold the loop's
+// position.
+TEXT ·spmmRangeZ(SB), NOSPLIT, $0-72
+	MOVQ stride+48(FP), R11
+	SHLQ $2, R11
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X10
+	VBROADCASTSS X10, Z10
+	VMOVAPS Z10, Z8
+	VMOVAPS Z10, Z9
+rrpair:
+	MOVQ rows+40(FP), AX
+	CMPQ AX, $2
+	JLT rrdone
+	SUBQ $2, AX
+	MOVQ AX, rows+40(FP)
+	MOVQ ptr+16(FP), AX
+	MOVQ 0(AX), BX // row 1's first entry
+	MOVQ 8(AX), R10 // its end, row 2's first
+	MOVQ 16(AX), R15 // row 2's end
+	ADDQ $16, AX
+	MOVQ AX, ptr+16(FP)
+	MOVQ R10, R14
+	SUBQ BX, R14 // n1
+	SUBQ R10, R15 // n2
+	MOVQ idx+24(FP), R8
+	LEAQ (R8)(R10*8), R12
+	LEAQ (R8)(BX*8), R8
+	MOVQ w+32(FP), R9
+	XORQ R13, R13
+	TESTQ R9, R9
+	JZ rrnow
+	LEAQ (R9)(R10*4), R13
+	LEAQ (R9)(BX*4), R9
+rrnow:
+	MOVQ o+0(FP), DI
+	LEAQ (DI)(R11*1), DX
+	LEAQ (DX)(R11*1), AX
+	MOVQ AX, o+0(FP)
+	MOVQ x+8(FP), SI
+	MOVQ cols+56(FP), CX
+rrblk:
+	CMPQ CX, $64
+	JLT rrnext
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ BX, BX
+	MOVQ R14, R10
+	CMPQ R15, R10
+	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
+rrboth:
+	CMPQ BX, R10
+	JGE rrone
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ rrb1
+	VBROADCASTSS (R9)(BX*4), Z8
+rrb1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ rrb2
+	VBROADCASTSS (R13)(BX*4), Z9
+rrb2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP rrboth
+rrone:
+	MOVQ BX, R10 // where row 2 resumes
+rrone1:
+	CMPQ BX, R14
+	JGE rrtwo
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ rro1
+	VBROADCASTSS (R9)(BX*4), Z8
+rro1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	INCQ BX
+	JMP rrone1
+rrtwo:
+	MOVQ R10, BX
+rrtwo1:
+	CMPQ BX, R15
+	JGE rrstore
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ rro2
+	VBROADCASTSS (R13)(BX*4), Z9
+rro2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP rrtwo1
+rrstore:
+	MOVQ mode+64(FP), AX
+	TESTQ AX, AX
+	JZ rrput
+	// mode 1: dst + sum, as addAVX adds (dst the first operand, whose NaN
+	// an addition keeps); mode 2: then max(·, 0) + 0, as addReluAVX.
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VMOVUPS 0(DX), Z20
+	VMOVUPS 64(DX), Z21
+	VMOVUPS 128(DX), Z22
+	VMOVUPS 192(DX), Z23
+	VADDPS Z0, Z16, Z0
+	VADDPS Z1, Z17, Z1
+	VADDPS Z2, Z18, Z2
+	VADDPS Z3, Z19, Z3
+	VADDPS Z4, Z20, Z4
+	VADDPS Z5, Z21, Z5
+	VADDPS Z6, Z22, Z6
+	VADDPS Z7, Z23, Z7
+	CMPQ AX, $2
+	JNE rrput
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0
+	VMAXPS Z1, Z24, Z1
+	VMAXPS Z2, Z24, Z2
+	VMAXPS Z3, Z24, Z3
+	VMAXPS Z4, Z24, Z4
+	VMAXPS Z5, Z24, Z5
+	VMAXPS Z6, Z24, Z6
+	VMAXPS Z7, Z24, Z7
+	VADDPS Z24, Z0, Z0
+	VADDPS Z24, Z1, Z1
+	VADDPS Z24, Z2, Z2
+	VADDPS Z24, Z3, Z3
+	VADDPS Z24, Z4, Z4
+	VADDPS Z24, Z5, Z5
+	VADDPS Z24, Z6, Z6
+	VADDPS Z24, Z7, Z7
+rrput:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 0(DX)
+	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z6, 128(DX)
+	VMOVUPS Z7, 192(DX)
+	ADDQ $256, DI
+	ADDQ $256, DX
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP rrblk
+rrnext:
+	JMP rrpair
+rrdone:
 	VZEROUPPER
 	RET

@@ -81,7 +81,7 @@ func TestSpMMSegmentMaxLanes(t *testing.T) {
 }
 
 // TestSpMMRowKernels: SpMM's forward and backward passes with the
-// register-blocked kernels (spmmRowAVX, spmmRows2Z, spmmScatterAVX,
+// register-blocked kernels (spmmRowAVX, spmmRangeZ, spmmScatterAVX,
 // spmmScatterRowsZ) give the bits of
 // the per-edge axpy they replace, on widths below, at and between the
 // kernels' 8 and 64 columns, with and without weights, repeated and

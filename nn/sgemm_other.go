@@ -80,8 +80,8 @@ func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int) {
 	panic("nn: spmmRowAVX without the assembly kernel")
 }
 
-func spmmRows2Z(dst1, dst2, x *float32, idx1 *int, w1 *float32, n1 int, idx2 *int, w2 *float32, n2, stride, cols, mode int) {
-	panic("nn: spmmRows2Z without the assembly kernel")
+func spmmRangeZ(o, x *float32, ptr, idx *int, w *float32, rows, stride, cols, mode int) {
+	panic("nn: spmmRangeZ without the assembly kernel")
 }
 
 func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int) {
