@@ -68,9 +68,7 @@ func (l *Temporal[T]) Forward(tp *nn.Tape[T], h *nn.Tensor[T]) *nn.Tensor[T] {
 		panic(fmt.Sprintf("gnn: Temporal: history must be [nodes, steps, channels], have %v", h.Shape))
 	}
 	n, steps := h.Shape[0], h.Shape[1]
-	out := l.Kernel.Shape[1]
-	y := tp.Conv1DAct(h, l.Kernel, l.Bias, TemporalKernel, true, l.Act) // [n, steps, out]
-	y = tp.Reshape(y, n*steps, out)
+	y := tp.Conv1DRows(h, l.Kernel, l.Bias, TemporalKernel, true, l.Act) // [n·steps, out]
 	l.pooling(n, steps)
 	return tp.SpMM(l.ptr, l.idx, l.w, y)
 }

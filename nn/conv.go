@@ -30,8 +30,20 @@ func (tp *Tape[T]) Conv1D(x, w *Tensor[T], k int, same bool) *Tensor[T] {
 // ReLU as it stores (as [Tape.SumTerms] does), with the bits of AddBias
 // and ReLU after it; other activations take a pass of their own.
 func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activation) *Tensor[T] {
+	return tp.conv1D(x, w, bias, k, same, act, false)
+}
+
+// Conv1DRows is Conv1DAct with the result as rows, shape [N·Tout, Cout]:
+// a step per row, for an operation that takes rows (a pooling over time
+// steps as a sparse product), without a Reshape's copy.
+func (tp *Tape[T]) Conv1DRows(x, w, bias *Tensor[T], k int, same bool, act Activation) *Tensor[T] {
+	return tp.conv1D(x, w, bias, k, same, act, true)
+}
+
+// conv1D is Conv1DAct, its result [N·Tout, Cout] if rows.
+func (tp *Tape[T]) conv1D(x, w, bias *Tensor[T], k int, same bool, act Activation, rows bool) *Tensor[T] {
 	if act != ActIdentity && act != ActReLU {
-		return tp.Activate(tp.Conv1DAct(x, w, bias, k, same, ActIdentity), act)
+		return tp.Activate(tp.conv1D(x, w, bias, k, same, ActIdentity, rows), act)
 	}
 	checkRank("Conv1D", x, 3)
 	checkRank("Conv1D", w, 2)
@@ -56,7 +68,13 @@ func (tp *Tape[T]) Conv1DAct(x, w, bias *Tensor[T], k int, same bool, act Activa
 		b = bias.Data
 	}
 	relu := act == ActReLU
-	out := tp.allocRaw(x.RequiresGrad || w.RequiresGrad || bias != nil && bias.RequiresGrad, n, tout, cout)
+	rg := x.RequiresGrad || w.RequiresGrad || bias != nil && bias.RequiresGrad
+	var out *Tensor[T]
+	if rows {
+		out = tp.allocRaw(rg, n*tout, cout)
+	} else {
+		out = tp.allocRaw(rg, n, tout, cout)
+	}
 	var col *Tensor[T] // nil when the rows were read in place
 	if inner := n*tin - 2*pad; convInPlace && same && 2*pad == k-1 && tin >= k && unsafe.Sizeof(x.Data[0]) == 4 && useSgemm(inner, cout, kc) {
 		// Output row p = b·tin + t reads x[(p−pad)·cin : (p−pad+k)·cin]:

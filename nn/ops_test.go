@@ -553,7 +553,7 @@ func TestConv1DInPlace(t *testing.T) {
 		{20, 8, 3, 16, 3, false, true, ActReLU},
 	}
 	for ci, c := range cases {
-		run := func(inPlace bool, specials bool) [][]float32 {
+		run := func(inPlace, specials, rows bool) [][]float32 {
 			convInPlace = inPlace
 			r := rand.New(rand.NewPCG(97, uint64(ci)))
 			x, w, b := NewParam[float32](c.n, c.tin, c.cin), NewParam[float32](c.k*c.cin, c.cout), NewParam[float32](c.cout)
@@ -572,17 +572,28 @@ func TestConv1DInPlace(t *testing.T) {
 				bias = b
 			}
 			tp := NewTape[float32]()
-			y := tp.Conv1DAct(x, w, bias, c.k, c.same, c.act)
+			var y *Tensor[float32]
+			if rows {
+				y = tp.Conv1DRows(x, w, bias, c.k, c.same, c.act)
+				if tout := len(y.Data) / c.cout; len(y.Shape) != 2 || y.Shape[0] != tout || tout%c.n != 0 {
+					t.Fatalf("case %d: Conv1DRows gives shape %v, want [N·Tout, %d]", ci, y.Shape, c.cout)
+				}
+			} else {
+				y = tp.Conv1DAct(x, w, bias, c.k, c.same, c.act)
+			}
 			tp.Backward(tp.SumAll(tp.Mul(y, NewTensor(randf32(r, len(y.Data)), y.Shape...))))
 			return [][]float32{y.Data, x.Grad, w.Grad, b.Grad}
 		}
 		for _, specials := range []bool{false, true} {
-			want, got := run(false, specials), run(true, specials)
-			for i := range want {
-				if !slices.EqualFunc(got[i], want[i], func(a, b float32) bool {
-					return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
-				}) {
-					t.Fatalf("case %d (specials %v) tensor %d: in place %v, column buffer %v", ci, specials, i, got[i], want[i])
+			want := run(false, specials, false)
+			for _, rows := range []bool{false, true} {
+				got := run(true, specials, rows)
+				for i := range want {
+					if !slices.EqualFunc(got[i], want[i], func(a, b float32) bool {
+						return math.Float32bits(a) == math.Float32bits(b) || a != a && b != b
+					}) {
+						t.Fatalf("case %d (specials %v, rows %v) tensor %d: in place %v, column buffer %v", ci, specials, rows, i, got[i], want[i])
+					}
 				}
 			}
 		}
