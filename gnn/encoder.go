@@ -164,11 +164,22 @@ func (e *Encoder[T]) Forward(tp *nn.Tape[T], b *Batch[T]) Embeddings[T] {
 		panic(err.Error())
 	}
 	x := b.X
-	if e.Temporal != nil {
-		x[Machine] = tp.Concat(x[Machine], e.Temporal.Forward(tp, b.History), 1)
-	}
 	for t := range x {
 		in := e.Input[t]
+		if t == int(Machine) && e.Temporal != nil {
+			// The input layer of [features, temporal encoding] as two
+			// terms, each times its rows of the weights: the product of
+			// the concatenation without copying it, and without a
+			// gradient for the features, which need none.
+			f, h := x[t].Shape[1], e.Temporal.Forward(tp, b.History)
+			terms := [2]nn.Term[T]{{X: h, W: tp.Slice(in.W, 0, f, in.W.Shape[0])}, {X: x[t], W: tp.Slice(in.W, 0, 0, f)}}
+			n := 2
+			if f == 0 {
+				n = 1
+			}
+			x[t] = tp.SumTerms(e.Config.Act, in.B, terms[:n]...)
+			continue
+		}
 		x[t] = tp.SumTerms(e.Config.Act, in.B, nn.Term[T]{X: x[t], W: in.W})
 	}
 	for l, layer := range e.Layers {

@@ -209,3 +209,27 @@ func TestEncoderTrains(t *testing.T) {
 		t.Error("EdgeConv bias (used through a [1, out] view) was not trained")
 	}
 }
+
+// TestEncoderInputLayer checks the machines' input layer, computed as two
+// terms, against its definition: the activation of the linear layer on
+// the concatenation [features, temporal encoding] (an encoder without
+// convolution layers outputs it).
+func TestEncoderInputLayer(t *testing.T) {
+	g := smallGraph(t, 5)
+	cfg := DefaultEncoderConfig(g.Dims())
+	cfg.Layers = 0
+	enc, err := NewEncoder[float64](cfg, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatch[float64](g)
+	tp := nn.NewTape[float64]()
+	got := enc.Forward(tp, b).Node[Machine]
+	in := enc.Input[Machine]
+	want := tp.Activate(tp.Affine(tp.Concat(b.X[Machine], enc.Temporal.Forward(tp, b.History), 1), in.W, in.B), cfg.Act)
+	for i, w := range want.Data {
+		if d := math.Abs(got.Data[i] - w); d > 1e-12*max(1, math.Abs(w)) {
+			t.Fatalf("machine row %d column %d: %v, definition %v", i/cfg.Hidden, i%cfg.Hidden, got.Data[i], w)
+		}
+	}
+}
