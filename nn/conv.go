@@ -107,7 +107,7 @@ func (tp *Tape[T]) conv1D(x, w, bias *Tensor[T], k int, same bool, act Activatio
 			}
 		}
 	} else {
-		col = tp.alloc(false, n*tout, kc)
+		col = tp.allocRaw(false, n*tout, kc) // im2col writes every element
 		im2col(col.Data, x.Data, n, tin, cin, k, pad, tout)
 		tp.scratch.product(n*tout, cout, kc, col.Data, w.Data, b, false, relu, out.Data)
 	}
@@ -128,11 +128,19 @@ var convInPlace = true
 // the sequence.
 func im2col[T Float](col, x []T, n, tin, cin, k, pad, tout int) {
 	kc := k * cin
-	clear(col[:n*tout*kc])
 	for b := 0; b < n; b++ {
 		xb := x[b*tin*cin : (b+1)*tin*cin]
 		for t := 0; t < tout; t++ {
-			im2colRow(col[(b*tout+t)*kc:(b*tout+t+1)*kc], xb, t, pad, k, cin, tin)
+			row := col[(b*tout+t)*kc : (b*tout+t+1)*kc]
+			if s0 := t - pad; s0 >= 0 && s0+k <= tin {
+				copy(row, xb[s0*cin:(s0+k)*cin]) // inside the sequence
+				continue
+			}
+			// Zeros where the window leaves the sequence (only these
+			// rows are cleared: a clear of the whole buffer was a fifth
+			// of the convolution's backward pass).
+			clear(row)
+			im2colRow(row, xb, t, pad, k, cin, tin)
 		}
 	}
 }
