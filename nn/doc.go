@@ -74,15 +74,19 @@
 // # Message passing
 //
 // Graph layers aggregate with SpMM (a weighted sum of source rows per
-// destination, never materialising one row per edge) and SpMMSegmentMax
-// (the maximum of such sums per segment). With AVX-512 and rows of whole
-// 64-column blocks, SpMMSegmentMax takes each destination's run of rows
-// in one call that keeps the running maximum, its argmax and the message
-// in registers (spmmMaxArgZ), and its backward pass routes each run's
-// gradient under masks of the argmax (spmmRouteZ); SpMM's backward pass
-// scatters a whole product in one call (spmmScatterRowsZ). Every kernel
-// gives the bits of the plain Go loops it replaces, which the tests check
-// with NaN, ±0 and ±∞ among the values.
+// destination, never materialising one row per edge), SpMMSegmentMax
+// (the maximum of such sums per segment) and EdgeMax (the maximum of
+// x[src] + Σ feat·w per destination, EdgeConv's messages, without sparse
+// rows). With AVX-512 and rows of whole 64-column blocks, SpMM computes
+// its rows two at a time in one call (spmmRangeZ); SpMMSegmentMax and
+// EdgeMax take each destination's run of rows in one call that keeps the
+// running maximum, its argmax and the message in registers (spmmMaxArgZ;
+// edgeMaxZ, with the feature weights in registers too), and their
+// backward passes route each run's gradient under masks of the argmax
+// (spmmRouteZ, edgeRouteZ); SpMM's backward pass scatters a whole product
+// in one call (spmmScatterRowsZ). Every kernel gives the bits of the
+// plain Go loops it replaces, which the tests check with NaN, ±0 and ±∞
+// among the values.
 //
 // # Memory
 //
