@@ -78,6 +78,26 @@ func BenchmarkTrainStep(b *testing.B) {
 	}
 }
 
+// BenchmarkAdam measures one Adam step over n float32 parameters (one
+// tensor): the optimiser's share of a training step.
+func BenchmarkAdam(b *testing.B) {
+	for _, n := range []int{10384, 1 << 20} { // the 64-128-16 MLP's parameters; a million
+		b.Run(fmt.Sprintf("params=%d", n), func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 1))
+			ps := NewParams[float32]()
+			p := ps.Add("p", NewParam[float32](n))
+			copy(p.Data, randf32(rng, n))
+			copy(p.Grad, randf32(rng, n))
+			o := NewAdam(ps, 1e-3)
+			b.ReportAllocs()
+			b.SetBytes(int64(16 * n)) // parameters, gradients and both moments
+			for b.Loop() {
+				o.Step()
+			}
+		})
+	}
+}
+
 func BenchmarkMatMul(b *testing.B) {
 	for _, s := range []struct{ m, k, n int }{{256, 64, 128}, {2048, 128, 256}, {256, 256, 256}, {64, 1200, 64}, {131072, 64, 64}} {
 		for _, tr := range []struct{ a, b bool }{{false, false}, {true, false}, {false, true}} {

@@ -206,3 +206,9 @@ func minStepZ(p *int, n int) int
 //
 //go:noescape
 func packRows16AVX(dst, src *float32, ld, k int)
+
+// adamZ is Adam.Step's loop over n float32 elements (a multiple of 16)
+// in AVX-512, with the loop's bits; sgemm_amd64.s.
+//
+//go:noescape
+func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool)

@@ -2501,3 +2501,65 @@ rrnext:
 rrdone:
 	VZEROUPPER
 	RET
+
+// func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool)
+//
+// Adam's update of n elements (a multiple of 16), 16 at a time, with the
+// operations of Adam.Step's loop in its order and precision: the moments in
+// float32 without fused multiply-adds, the denominator's square root and ε
+// in float64 then rounded to float32, and (if wd) the decay before the step.
+TEXT ·adamZ(SB), NOSPLIT, $0-73
+	MOVQ d+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ v+16(FP), R8
+	MOVQ grad+24(FP), R9
+	MOVQ n+32(FP), CX
+	VBROADCASTSS b1+40(FP), Z20
+	VBROADCASTSS c1+44(FP), Z21
+	VBROADCASTSS b2+48(FP), Z22
+	VBROADCASTSS c2+52(FP), Z23
+	VBROADCASTSS a+56(FP), Z24
+	VBROADCASTSS decay+60(FP), Z25
+	VBROADCASTSD eps+64(FP), Z26
+	MOVBLZX wd+72(FP), AX
+	XORQ BX, BX // byte offset
+adamloop:
+	CMPQ CX, $16
+	JLT adamdone
+	VMOVUPS (SI)(BX*1), Z0 // m
+	VMOVUPS (R9)(BX*1), Z1 // g
+	VMOVUPS (R8)(BX*1), Z2 // v
+	VMULPS Z0, Z20, Z3 // b1·m
+	VMULPS Z1, Z21, Z4 // c1·g
+	VADDPS Z4, Z3, Z3 // m' = b1·m + c1·g
+	VMOVUPS Z3, (SI)(BX*1)
+	VMULPS Z1, Z23, Z5 // c2·g
+	VMULPS Z1, Z5, Z5 // (c2·g)·g
+	VMULPS Z2, Z22, Z6 // b2·v
+	VADDPS Z5, Z6, Z6 // v' = b2·v + c2·g·g
+	VMOVUPS Z6, (R8)(BX*1)
+	VCVTPS2PD Y6, Z7 // the denominator f32(√f64(v') + ε), eight lanes at a time
+	VEXTRACTF64X4 $1, Z6, Y8 // (AVX512F: the upper 256 bits)
+	VCVTPS2PD Y8, Z8
+	VSQRTPD Z7, Z7
+	VSQRTPD Z8, Z8
+	VADDPD Z26, Z7, Z7
+	VADDPD Z26, Z8, Z8
+	VCVTPD2PS Z7, Y7
+	VCVTPD2PS Z8, Y8
+	VINSERTF64X4 $1, Y8, Z7, Z7
+	VMOVUPS (DI)(BX*1), Z9 // x
+	TESTQ AX, AX
+	JZ adamnodecay
+	VMULPS Z25, Z9, Z9 // x·decay
+adamnodecay:
+	VMULPS Z3, Z24, Z10 // a·m'
+	VDIVPS Z7, Z10, Z10 // (a·m') / den
+	VSUBPS Z10, Z9, Z9 // x − (a·m')/den
+	VMOVUPS Z9, (DI)(BX*1)
+	ADDQ $64, BX
+	SUBQ $16, CX
+	JMP adamloop
+adamdone:
+	VZEROUPPER
+	RET

@@ -123,3 +123,7 @@ func minStepZ(p *int, n int) int {
 func packRows16AVX(dst, src *float32, ld, k int) {
 	panic("nn: packRows16AVX without the assembly kernel")
 }
+
+func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool) {
+	panic("nn: adamZ without the assembly kernel")
+}
