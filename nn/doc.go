@@ -68,8 +68,8 @@
 // internal/openblas package, since a package with assembly cannot use cgo)
 // as the BLAS implementation for every product and turns sgemm and the
 // rewrite off; the other kernels (sparse products, ReLU, maxima, column
-// sums, additions; AVX2, and AVX-512 where the CPU has it) run in both
-// builds.
+// sums, additions, Adam's step; AVX2, and AVX-512 where the CPU has it)
+// run in both builds.
 //
 // # Message passing
 //
