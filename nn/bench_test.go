@@ -98,6 +98,20 @@ func BenchmarkAdam(b *testing.B) {
 	}
 }
 
+// BenchmarkTanh measures the tanh activation of a 64×64 block: the
+// policies' encoders are tanh MLPs.
+func BenchmarkTanh(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	x := NewTensor(randf32(rng, 4096), 64, 64)
+	tp := NewTape[float32]()
+	b.ReportAllocs()
+	b.SetBytes(4 * 4096)
+	for b.Loop() {
+		tp.Reset()
+		tp.Activate(x, ActTanh)
+	}
+}
+
 func BenchmarkMatMul(b *testing.B) {
 	for _, s := range []struct{ m, k, n int }{{256, 64, 128}, {2048, 128, 256}, {256, 256, 256}, {64, 1200, 64}, {131072, 64, 64}} {
 		for _, tr := range []struct{ a, b bool }{{false, false}, {true, false}, {false, true}} {

@@ -687,8 +687,13 @@ func (tp *Tape[T]) unary(x *Tensor[T], k unaryKind) *Tensor[T] {
 			y[i] = max(x.Data[i], 0)
 		}
 	case unaryTanh:
-		for i, v := range x.Data {
-			y[i] = T(math.Tanh(f64(v)))
+		i := 0
+		if unsafe.Sizeof(x.Data[0]) == 4 && haveTanhZ && len(y) >= 8 {
+			i = len(y) &^ 7
+			tanhZ(&as32(y)[0], &as32(x.Data)[0], i, &tanhConsts[0])
+		}
+		for ; i < len(y); i++ {
+			y[i] = T(math.Tanh(f64(x.Data[i])))
 		}
 	case unarySigmoid:
 		for i, v := range x.Data {

@@ -212,3 +212,41 @@ func packRows16AVX(dst, src *float32, ld, k int)
 //
 //go:noescape
 func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool)
+
+// haveTanhZ reports whether tanhZ gives math.Tanh's bits: with AVX-512,
+// and in a build whose compiler does not fuse math.Tanh's multiply-adds
+// (GOAMD64 below v3; see goFusesMath).
+var haveTanhZ = haveAVX512 && !goFusesMath
+
+// tanhZ writes float32(math.Tanh(float64(x[i]))) to y[i] for n elements
+// (a multiple of 8) with math.Tanh's bits, on a CPU with AVX-512 (and so
+// FMA, which math.Exp then uses); c is &tanhConsts[0]; sgemm_amd64.s.
+//
+//go:noescape
+func tanhZ(y, x *float32, n int, c *float64)
+
+// tanhConsts are the constants of math.Tanh (Cephes) and of math.Exp on
+// amd64 (exp_amd64.s), in the order tanhZ reads them.
+var tanhConsts = [...]float64{
+	-9.64399179425052238628e-1, // tanhP
+	-9.92877231001918586564e1,
+	-1.61468768441708447952e3,
+	1.12811678491632931402e2, // tanhQ
+	2.23548839060100448583e3,
+	4.84406305325125486048e3,
+	0.625,
+	0.5 * 8.8029691931113054295988e+01,                    // ½·log(2¹²⁷)
+	1.4426950408889634073599246810018920,                  // log2(e)
+	0.69314718055966295651160180568695068359375,           // ln 2, upper part
+	0.28235290563031577122588448175013436025525412068e-12, // ln 2, lower part
+	0.0625,
+	2.4801587301587301587e-5, // the Taylor coefficients, 1/8! to 1/2!
+	1.9841269841269841270e-4,
+	1.3888888888888888889e-3,
+	8.3333333333333333333e-3,
+	4.1666666666666666667e-2,
+	1.6666666666666666667e-1,
+	0.5,
+	1.0,
+	2.0,
+}

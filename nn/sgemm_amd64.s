@@ -2563,3 +2563,105 @@ adamnodecay:
 adamdone:
 	VZEROUPPER
 	RET
+
+// func tanhZ(y, x *float32, n int, c *float64)
+//
+// y = float32(math.Tanh(float64(x))) for n elements (a multiple of 8),
+// eight at a time in float64, with math.Tanh's operations in its order
+// (Cephes: ±1 above ½·log(2¹²⁷); 1 − 2/(e^{2|x|} + 1) from 0.625, with
+// e^{2|x|} as math.Exp computes it on amd64 with FMA (Shibata's method:
+// reduction by ln 2 in two fused parts, a Taylor polynomial of x/16 by
+// fused Horner steps, four squarings of 1 + x); below 0.625 the rational
+// polynomial, unfused as the Go compiler emits it by default; x itself for
+// ±0), so every result has its bits. c is tanhConsts (sgemm_amd64.go).
+TEXT ·tanhZ(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), AX
+	MOVQ $0x8000000000000000, DX
+	VPBROADCASTQ DX, Z29 // the sign bit
+	MOVQ $0x7fffffffffffffff, DX
+	VPBROADCASTQ DX, Z31 // all but the sign bit
+	MOVQ $0x3ff, DX
+	VPBROADCASTQ DX, Z30 // the exponent bias
+	VPXORQ Z28, Z28, Z28 // +0
+tanhloop:
+	CMPQ CX, $8
+	JLT tanhdone
+	VMOVUPS (SI), Y0
+	VCVTPS2PD Y0, Z0 // x
+	VPANDQ Z31, Z0, Z1 // z = |x|
+	VCMPPD $0x11, Z28, Z0, K1 // x < 0
+
+	// Below 0.625: x + x·s·((P0·s + P1)·s + P2)/(((s + Q0)·s + Q1)·s + Q2), s = x².
+	VMULPD Z0, Z0, Z2
+	VMULPD.BCST 0(AX), Z2, Z3
+	VADDPD.BCST 8(AX), Z3, Z3
+	VMULPD Z2, Z3, Z3
+	VADDPD.BCST 16(AX), Z3, Z3
+	VADDPD.BCST 24(AX), Z2, Z4
+	VMULPD Z2, Z4, Z4
+	VADDPD.BCST 32(AX), Z4, Z4
+	VMULPD Z2, Z4, Z4
+	VADDPD.BCST 40(AX), Z4, Z4
+	VMULPD Z2, Z0, Z5
+	VMULPD Z3, Z5, Z5
+	VDIVPD Z4, Z5, Z5
+	VADDPD Z5, Z0, Z6 // the result so far
+
+	// From 0.625: e = math.Exp(2z), then 1 − 2/(e + 1), negated for x < 0.
+	VADDPD Z1, Z1, Z7 // 2z
+	VMULPD.BCST 64(AX), Z7, Z8 // ·log2(e)
+	VCVTPD2DQ Z8, Y9 // the exponent k, rounded to nearest
+	VCVTDQ2PD Y9, Z8
+	VFNMADD231PD.BCST 72(AX), Z8, Z7 // − k·ln2 (upper part), fused
+	VFNMADD231PD.BCST 80(AX), Z8, Z7 // − k·ln2 (lower part), fused
+	VMULPD.BCST 88(AX), Z7, Z7 // /16
+	VBROADCASTSD 96(AX), Z10
+	VFMADD213PD.BCST 104(AX), Z7, Z10
+	VFMADD213PD.BCST 112(AX), Z7, Z10
+	VFMADD213PD.BCST 120(AX), Z7, Z10
+	VFMADD213PD.BCST 128(AX), Z7, Z10
+	VFMADD213PD.BCST 136(AX), Z7, Z10
+	VFMADD213PD.BCST 144(AX), Z7, Z10
+	VFMADD213PD.BCST 152(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10 // four times t·(t + 2), the last + 1 fused
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VFMADD213PD.BCST 152(AX), Z10, Z7
+	VPMOVSXDQ Y9, Z11 // ·2^k
+	VPADDQ Z30, Z11, Z11
+	VPSLLQ $52, Z11, Z11
+	VMULPD Z11, Z7, Z7
+	VADDPD.BCST 152(AX), Z7, Z7 // e + 1
+	VBROADCASTSD 160(AX), Z12
+	VDIVPD Z7, Z12, Z12 // 2/(e + 1)
+	VBROADCASTSD 152(AX), Z13
+	VSUBPD Z12, Z13, Z13 // 1 − 2/(e + 1)
+	VPXORQ Z29, Z13, K1, Z13
+	VCMPPD.BCST $0x1d, 48(AX), Z1, K2 // z ≥ 0.625
+	VMOVAPD Z13, K2, Z6
+
+	// Above ½·log(2¹²⁷): ±1.
+	VBROADCASTSD 152(AX), Z14
+	VPXORQ Z29, Z14, K1, Z14
+	VCMPPD.BCST $0x1e, 56(AX), Z1, K3 // z > ½·log(2¹²⁷)
+	VMOVAPD Z14, K3, Z6
+
+	VCMPPD $0x00, Z28, Z0, K4 // ±0 stays itself
+	VMOVAPD Z0, K4, Z6
+	VCVTPD2PS Z6, Y6
+	VMOVUPS Y6, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP tanhloop
+tanhdone:
+	VZEROUPPER
+	RET

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
 )
 
@@ -527,5 +529,74 @@ func TestAdamZ(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestTanhZ: tanhZ gives float32(math.Tanh(float64(x))) bit for bit. With
+// -short on every 251st float32 bit pattern, the values around the
+// branch points (0.625, ½·log(2¹²⁷)) and the exponent steps of math.Exp;
+// without -short on all 2³² patterns.
+func TestTanhZ(t *testing.T) {
+	if !haveTanhZ {
+		t.Skip("no AVX-512 on this CPU, or a build that fuses multiply-adds")
+	}
+	step := uint64(251)
+	if !testing.Short() {
+		step = 1
+	}
+	var mu sync.Mutex
+	var bad []string
+	check := func(xs []float32) {
+		y := make([]float32, len(xs))
+		tanhZ(&y[0], &xs[0], len(xs), &tanhConsts[0])
+		for i, x := range xs {
+			want := float32(math.Tanh(float64(x)))
+			if math.Float32bits(y[i]) != math.Float32bits(want) && !(y[i] != y[i] && want != want) {
+				mu.Lock()
+				if len(bad) < 10 {
+					bad = append(bad, fmt.Sprintf("tanh(%v) (bits %#x) = %v, math.Tanh %v", x, math.Float32bits(x), y[i], want))
+				}
+				mu.Unlock()
+			}
+		}
+	}
+	// The neighbourhoods of the branch points and of math.Exp's exponent
+	// steps (2|x|·log2(e) at half-integers), 4096 patterns either side.
+	near := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1e-30, -20}
+	centres := []float64{0.625, 0.5 * 8.8029691931113054295988e+01}
+	for k := 1; k <= 128; k++ {
+		centres = append(centres, (float64(k)-0.5)*math.Ln2/2)
+	}
+	for _, c := range centres {
+		b := math.Float32bits(float32(c))
+		for d := uint32(0); d < 8192; d++ {
+			near = append(near, math.Float32frombits(b-4096+d), -math.Float32frombits(b-4096+d))
+		}
+	}
+	check(near[:len(near)&^7])
+	const chunk = 1 << 16
+	workers := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			xs := make([]float32, 0, chunk)
+			for b := uint64(w) * step; b < 1<<32; b += uint64(workers) * step {
+				xs = append(xs, math.Float32frombits(uint32(b)))
+				if len(xs) == chunk {
+					check(xs)
+					xs = xs[:0]
+				}
+			}
+			if len(xs) >= 8 {
+				check(xs[:len(xs)&^7])
+			}
+		}(w)
+	}
+	wg.Wait()
+	for _, b := range bad {
+		t.Error(b)
 	}
 }

@@ -127,3 +127,9 @@ func packRows16AVX(dst, src *float32, ld, k int) {
 func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool) {
 	panic("nn: adamZ without the assembly kernel")
 }
+
+func tanhZ(y, x *float32, n int, c *float64) { panic("nn: tanhZ without the assembly kernel") }
+
+var tanhConsts [21]float64
+
+const haveTanhZ = false
