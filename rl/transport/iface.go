@@ -96,6 +96,9 @@ type LearnerStats struct {
 	ParamsViaObjectStore uint64 `json:"params_via_object_store"`
 	ParamsBytes          uint64 `json:"params_bytes"`
 	ParamsErrors         uint64 `json:"params_errors"`
+	// LatestErrors counts broadcasts that went out but could not be stored
+	// as the latest version for actors that join later (NATS only).
+	LatestErrors uint64 `json:"latest_errors"`
 
 	// Conn are the connection's counters (zero over channels).
 	Conn ConnStats `json:"conn"`

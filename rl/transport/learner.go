@@ -77,6 +77,7 @@ type Learner struct {
 	newest uint64
 
 	paramsPublished, paramsObjects, paramsBytes, paramsErrors atomic.Uint64
+	latestErrors                                              atomic.Uint64
 
 	closeOnce sync.Once
 }
@@ -144,6 +145,7 @@ func (l *Learner) Stats() LearnerStats {
 	s.ParamsViaObjectStore = l.paramsObjects.Load()
 	s.ParamsBytes = l.paramsBytes.Load()
 	s.ParamsErrors = l.paramsErrors.Load()
+	s.LatestErrors = l.latestErrors.Load()
 	s.Conn = l.c.Stats()
 	return s
 }
@@ -206,12 +208,18 @@ func (l *Learner) publishParams(ctx context.Context, version uint64, payload []b
 		l.paramsObjects.Add(1)
 	}
 	// The key-value store keeps the newest version: an older one (a
-	// caller's mistake; actors ignore it) must not replace it.
+	// caller's mistake; actors ignore it) must not replace it. The
+	// broadcast has gone out, so a failure here (a connection the server
+	// dropped under load, a JetStream timeout) only leaves actors that
+	// join later with an older version: it is logged and counted, and the
+	// next version tries again, instead of ending the run.
 	if version >= l.newest {
 		if err := l.putLatest(ctx, version, l.buf); err != nil {
-			return err
+			l.latestErrors.Add(1)
+			l.log.Warn("latest parameters not stored; the next version retries", "version", version, "err", err)
+		} else {
+			l.newest = version
 		}
-		l.newest = version
 	}
 	if !direct {
 		l.prune(ctx, version)

@@ -532,3 +532,36 @@ func TestActorRefetchesAfterReconnect(t *testing.T) {
 		t.Errorf("actor stats %+v", st)
 	}
 }
+
+// TestLatestNotStoredIsNotFatal: when the key-value store cannot take the
+// latest version (here a JetStream timeout too short for any call), the
+// broadcast still reaches the actors, PublishParams succeeds, and the
+// failure is counted; a learner with time to spare stores the next version.
+func TestLatestNotStoredIsNotFatal(t *testing.T) {
+	s := startTestServer(t, ServerConfig{})
+	run := "latest"
+	l := newTestLearner(t, dialTest(t, s, run, "learner"), LearnerConfig{JetStreamTimeout: time.Nanosecond})
+	a := newTestActor(t, dialTest(t, s, run, "actor"), 1)
+	for v := uint64(1); v <= 2; v++ {
+		if err := l.PublishParams(v, []byte(fmt.Sprint("weights-v", v))); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+	}
+	waitFor(t, "params v2", func() bool { v, _, _ := a.LatestParams(); return v == 2 })
+	if st := l.Stats(); st.LatestErrors != 2 || st.ParamsPublished != 2 || st.ParamsErrors != 0 {
+		t.Errorf("learner stats %+v", st)
+	}
+	if _, _, err := a.FetchLatestParams(context.Background()); !errors.Is(err, ErrNoParams) {
+		t.Errorf("fetch with nothing stored: %v", err)
+	}
+	l.cfg.JetStreamTimeout = 10 * time.Second
+	if err := l.PublishParams(3, []byte("weights-v3")); err != nil {
+		t.Fatal(err)
+	}
+	if v, p, _ := newTestActor(t, dialTest(t, s, run, "late"), 2).LatestParams(); v != 3 || string(p) != "weights-v3" {
+		t.Errorf("late actor: v%d %q", v, p)
+	}
+	if st := l.Stats(); st.LatestErrors != 2 {
+		t.Errorf("latest errors %d after a stored version, want 2", st.LatestErrors)
+	}
+}
