@@ -22,8 +22,17 @@ type ActorConfig struct {
 	// version after every SyncSegments segments (on-policy lockstep; with
 	// one actor the run is deterministic). 0 never waits (IMPALA).
 	SyncSegments int
-	Env          ClusterEnvConfig
-	Policy       PolicyConfig
+	// MaxAhead, in IMPALA mode (SyncSegments 0) and when > 0, makes the
+	// actor wait for a newer policy version once it has published MaxAhead
+	// segments under its current one, for at most aheadWait: a learner
+	// drops the segments it cannot use, and actors that ran ahead of it
+	// only flooded the transport with them (over NATS on two cores, enough
+	// to make the server drop the learner's connection). A wait that times
+	// out lets the actor publish MaxAhead more, so lost segments never
+	// stall a run.
+	MaxAhead int
+	Env      ClusterEnvConfig
+	Policy   PolicyConfig
 	// Graph adds graph rows to the segments even when the policy does not
 	// need them (a GNN teacher labels an MLP student's decisions).
 	Graph bool
@@ -64,6 +73,7 @@ type Actor struct {
 	one       Samples
 	buf       []byte
 	segments  uint64
+	ahead     int // segments published since the version last changed (MaxAhead)
 
 	// Steps counts decisions taken.
 	Steps uint64
@@ -118,9 +128,14 @@ type latestFetcher interface {
 	FetchLatestParams(ctx context.Context) (uint64, []byte, error)
 }
 
+// aheadWait bounds an actor's wait for a newer version after MaxAhead
+// segments.
+var aheadWait = time.Second
+
 // refresh loads newer parameters if the transport has them. With wait it
-// blocks until a version newer than the current one arrives.
-func (a *Actor) refresh(ctx context.Context, wait bool) error {
+// blocks until a version newer than the current one arrives, or, when
+// until is not zero, until then.
+func (a *Actor) refresh(ctx context.Context, wait bool, until time.Time) error {
 	waited := 0
 	for {
 		v, payload, ok := a.tr.LatestParams()
@@ -128,7 +143,7 @@ func (a *Actor) refresh(ctx context.Context, wait bool) error {
 			if _, err := a.pol.LoadParams(payload); err != nil {
 				a.log.Warn("refusing parameters", "version", v, "err", err)
 			} else {
-				a.version, a.lastNewer = v, time.Now()
+				a.version, a.lastNewer, a.ahead = v, time.Now(), 0
 				return nil
 			}
 		}
@@ -136,6 +151,10 @@ func (a *Actor) refresh(ctx context.Context, wait bool) error {
 			return errIdle // the learner finished or died: no orphan actors
 		}
 		if !wait {
+			return nil
+		}
+		if !until.IsZero() && time.Now().After(until) {
+			a.ahead = 0 // no newer version in time: publish MaxAhead more
 			return nil
 		}
 		if waited++; waited%1000 == 0 {
@@ -169,7 +188,7 @@ func (a *Actor) Run(ctx context.Context) error {
 		}
 		resumeWait = true
 	} else {
-		if err := a.refresh(ctx, true); err != nil {
+		if err := a.refresh(ctx, true, time.Time{}); err != nil {
 			return quiet(err)
 		}
 		if d, err = a.newEpisode(); err != nil {
@@ -205,7 +224,7 @@ func (a *Actor) Run(ctx context.Context) error {
 		case resumeWait:
 			// Restored at the wait that followed a full segment.
 			resumeWait = false
-			if err := a.refresh(ctx, true); err != nil {
+			if err := a.refresh(ctx, true, time.Time{}); err != nil {
 				return quiet(err)
 			}
 			a.seg.Reset(K, a.one.WithGraph)
@@ -219,7 +238,11 @@ func (a *Actor) Run(ctx context.Context) error {
 				a.snapshot() // the state at the wait below, before the learner can see the segment
 			}
 			a.publish()
-			if err := a.refresh(ctx, wait); err != nil {
+			var until time.Time
+			if !wait && a.cfg.SyncSegments == 0 && a.cfg.MaxAhead > 0 && a.ahead >= a.cfg.MaxAhead {
+				wait, until = true, time.Now().Add(aheadWait)
+			}
+			if err := a.refresh(ctx, wait, until); err != nil {
 				return quiet(err)
 			}
 			a.seg.Reset(K, a.one.WithGraph)
@@ -289,6 +312,7 @@ func (a *Actor) finishEpisode() {
 func (a *Actor) publish() {
 	a.buf = AppendSegment(a.buf[:0], &a.seg)
 	a.segments++
+	a.ahead++
 	if err := a.tr.PublishSegment(a.version, a.buf); err != nil {
 		// A lost segment is counted by the learner's gap detector; the
 		// actor goes on (the connection reconnects by itself).

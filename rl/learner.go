@@ -141,12 +141,13 @@ const (
 type actorMeta struct {
 	Seed       uint64 `json:"seed"`
 	SegmentLen int    `json:"segment_len"`
+	MaxAhead   int    `json:"max_ahead,omitempty"`
 }
 
 // meta is the metadata of version v's broadcast.
 func (l *Learner) meta(v uint64) map[string]string {
 	env, _ := json.Marshal(l.Cfg.Env)
-	act, _ := json.Marshal(actorMeta{Seed: l.Cfg.Seed, SegmentLen: l.Cfg.SegmentLen})
+	act, _ := json.Marshal(actorMeta{Seed: l.Cfg.Seed, SegmentLen: l.Cfg.SegmentLen, MaxAhead: l.Cfg.ActorConfig(0).MaxAhead})
 	return map[string]string{metaRun: l.Cfg.RunID, metaVersion: fmt.Sprint(v), metaEnv: string(env), metaActor: string(act)}
 }
 

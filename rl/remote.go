@@ -104,7 +104,7 @@ func actorConfigFromParams(payload []byte) (ActorConfig, error) {
 	if err := spec.validate(); err != nil {
 		return ActorConfig{}, err
 	}
-	return ActorConfig{Seed: am.Seed, SegmentLen: am.SegmentLen, Env: spec.Config(), Policy: pcfg}, nil
+	return ActorConfig{Seed: am.Seed, SegmentLen: am.SegmentLen, MaxAhead: am.MaxAhead, Env: spec.Config(), Policy: pcfg}, nil
 }
 
 func strictJSON(s string, v any) error {
