@@ -87,13 +87,13 @@ langevin and reference schedulers on held-out seeds.
 Presets:
   small   a 96-machine synthetic cluster with bursty AI jobs at 90% load,
           two-hour episodes, slowdown reward relative to langevin on the
-          same seed; 1M decisions, batches of 2,000, lr 1e-3 (about 15
+          same seed; 1M decisions, batches of 2,000, lr 1e-3 (about 2
           minutes on 2 cores)
   saturate  the FGD saturation experiment on the Alibaba GPU trace
           (--nodes, --pods): an episode is one seed's pod sequence, each pod
           a decision among the 8 machines FGD scores best, the reward the
           GPUs each decision allocates, shaped (docs/rl.md); 1M decisions,
-          γ 0.999 (about 5 minutes on 2 cores); evaluated
+          γ 0.999 (about 1.5 minutes on 2 cores); evaluated
           with tegrl saturate against fgd and bestfit on seeds 42-51`,
 		Example: `  tegrl train --preset small --out runs/small
   tegrl train --preset saturate --out runs/saturate
