@@ -17,9 +17,12 @@ build:
 test:
 	$(GO) test -race -short -timeout 9m ./...
 
-## check-long: all tests without -short, then every fuzzer for $(FUZZTIME)
+## check-long: all tests without -short, then the exhaustive kernel checks
+## (every float32 input; without the race detector, which only slows them),
+## then every fuzzer for $(FUZZTIME)
 check-long:
 	$(GO) test -race -timeout 60m ./...
+	$(GO) test -run 'TestTanhZ' ./nn
 	$(MAKE) fuzz
 
 ## fuzz: run each Fuzz* function of every package for $(FUZZTIME)
