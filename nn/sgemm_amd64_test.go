@@ -564,7 +564,7 @@ func TestTanhZ(t *testing.T) {
 	// steps (2|x|·log2(e) at half-integers), 4096 patterns either side.
 	near := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
 		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 1e-30, -20}
-	centres := []float64{0.625, 0.5 * 8.8029691931113054295988e+01}
+	centres := []float64{tanhConsts[6], tanhConsts[7]} // 0.625, ½·log(2¹²⁷)
 	for k := 1; k <= 128; k++ {
 		centres = append(centres, (float64(k)-0.5)*math.Ln2/2)
 	}

@@ -147,7 +147,7 @@ type actorMeta struct {
 // meta is the metadata of version v's broadcast.
 func (l *Learner) meta(v uint64) map[string]string {
 	env, _ := json.Marshal(l.Cfg.Env)
-	act, _ := json.Marshal(actorMeta{Seed: l.Cfg.Seed, SegmentLen: l.Cfg.SegmentLen, MaxAhead: l.Cfg.ActorConfig(0).MaxAhead})
+	act, _ := json.Marshal(actorMeta{Seed: l.Cfg.Seed, SegmentLen: l.Cfg.SegmentLen, MaxAhead: l.Cfg.maxAhead()})
 	return map[string]string{metaRun: l.Cfg.RunID, metaVersion: fmt.Sprint(v), metaEnv: string(env), metaActor: string(act)}
 }
 

@@ -95,14 +95,21 @@ func (c *TrainConfig) ActorConfig(id uint32) ActorConfig {
 	a := ActorConfig{ID: id, Seed: c.Seed, SegmentLen: c.SegmentLen, Env: c.Env.Config(), Policy: c.Policy, Logger: c.Logger}
 	if c.Sync && c.Actors > 0 {
 		a.SyncSegments = c.BatchSize / (c.SegmentLen * c.Actors)
-	} else {
-		// Two batches' worth per version: each actor alone can fill the
-		// batch the learner collects while it updates on the last one, so
-		// acting and learning overlap, and the learner never starves for
-		// want of actors that wait.
-		a.MaxAhead = 2 * ((c.BatchSize + c.SegmentLen - 1) / c.SegmentLen)
 	}
+	a.MaxAhead = c.maxAhead()
 	return a
+}
+
+// maxAhead is the asynchronous actors' ActorConfig.MaxAhead (0 for
+// in-process actors in sync mode): two batches' worth per version, so that
+// each actor alone can fill the batch the learner collects while it
+// updates on the last one; acting and learning overlap, and the learner
+// never starves for want of actors that wait.
+func (c *TrainConfig) maxAhead() int {
+	if c.Sync && c.Actors > 0 {
+		return 0
+	}
+	return 2 * ((c.BatchSize + c.SegmentLen - 1) / c.SegmentLen)
 }
 
 // TrainResult is what a run leaves.
