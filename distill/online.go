@@ -38,15 +38,16 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 	var at transport.ActorTransport
 	if cfg.UseNATS {
 		url := cfg.NATSURL
+		var embedded *transport.Server
 		if url == "" {
 			srv, err := transport.StartServer(transport.ServerConfig{MaxPayload: 8 << 20})
 			if err != nil {
 				return nil, nil, err
 			}
 			defer srv.Shutdown()
-			url = srv.ClientURL()
+			url, embedded = srv.ClientURL(), srv
 		}
-		lc, err := transport.Dial(ctx, transport.DialConfig{URL: url, RunID: cfg.RunID, Name: "tegrl-distill"})
+		lc, err := transport.Dial(ctx, transport.DialConfig{URL: url, RunID: cfg.RunID, Name: "tegrl-distill", InProcess: embedded})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -56,7 +57,7 @@ func Online(ctx context.Context, teacher *rl.Policy, cfg OnlineConfig) (*rl.Poli
 			return nil, nil, err
 		}
 		defer l.Close()
-		ac, err := transport.Dial(ctx, transport.DialConfig{URL: url, RunID: cfg.RunID, Name: "tegrl-distill-actor"})
+		ac, err := transport.Dial(ctx, transport.DialConfig{URL: url, RunID: cfg.RunID, Name: "tegrl-distill-actor", InProcess: embedded})
 		if err != nil {
 			return nil, nil, err
 		}

@@ -19,6 +19,19 @@ func TestActorMaxAhead(t *testing.T) {
 	if cfg.SyncSegments != 0 || cfg.MaxAhead != 2*tc.BatchSize/tc.SegmentLen {
 		t.Fatalf("async actor config: sync segments %d, max ahead %d, want 0 and %d", cfg.SyncSegments, cfg.MaxAhead, 2*tc.BatchSize/tc.SegmentLen)
 	}
+	// Two batches' worth per version, shared among in-process actors;
+	// remote actors (Actors 0) each get the whole.
+	segs := 2 * ((tc.BatchSize + tc.SegmentLen - 1) / tc.SegmentLen)
+	for _, n := range []int{0, 2, 3} {
+		c := tinyTrain("chan", n, false)
+		want := segs
+		if n > 1 {
+			want = (segs + n - 1) / n
+		}
+		if got := c.ActorConfig(1).MaxAhead; got != want || want < 1 {
+			t.Errorf("%d actors: max ahead %d, want %d", n, got, want)
+		}
+	}
 	st := tinyTrain("chan", 1, true)
 	if s := st.ActorConfig(1); s.MaxAhead != 0 {
 		t.Fatalf("sync actor config: max ahead %d, want 0", s.MaxAhead)

@@ -101,15 +101,22 @@ func (c *TrainConfig) ActorConfig(id uint32) ActorConfig {
 }
 
 // maxAhead is the asynchronous actors' ActorConfig.MaxAhead (0 for
-// in-process actors in sync mode): two batches' worth per version, so that
-// each actor alone can fill the batch the learner collects while it
-// updates on the last one; acting and learning overlap, and the learner
-// never starves for want of actors that wait.
+// in-process actors in sync mode): two batches' worth per version among
+// the in-process actors, so that they fill the batch the learner collects
+// while it updates on the last one (acting and learning overlap) without
+// making decisions that the learner's queue would only drop. Remote
+// actors (Actors 0: their number is not known) get two batches each. An
+// actor that waits longer than aheadWait publishes as many more, so
+// actors that die cannot starve the learner.
 func (c *TrainConfig) maxAhead() int {
 	if c.Sync && c.Actors > 0 {
 		return 0
 	}
-	return 2 * ((c.BatchSize + c.SegmentLen - 1) / c.SegmentLen)
+	segs := 2 * ((c.BatchSize + c.SegmentLen - 1) / c.SegmentLen)
+	if c.Actors > 1 {
+		segs = (segs + c.Actors - 1) / c.Actors
+	}
+	return segs
 }
 
 // TrainResult is what a run leaves.
@@ -154,17 +161,18 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 		newActor = func(id uint32) (transport.ActorTransport, error) { return cl.NewActor(id), nil }
 	case "nats":
 		url := cfg.NATSURL
+		var embedded *transport.Server
 		if url == "" {
 			srv, err := transport.StartServer(transport.ServerConfig{Token: cfg.Token, MaxPayload: 8 << 20, Logger: cfg.Logger})
 			if err != nil {
 				return nil, fmt.Errorf("train: embedded NATS server: %w", err)
 			}
 			cleanup = append(cleanup, srv.Shutdown)
-			url = srv.ClientURL()
+			url, embedded = srv.ClientURL(), srv
 			cfg.Logger.Info("embedded NATS server", "url", url)
 		}
 		dial := func(name string) (*transport.Conn, error) {
-			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, Name: name, RunID: cfg.RunID, Logger: cfg.Logger})
+			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, Name: name, RunID: cfg.RunID, Logger: cfg.Logger, InProcess: embedded})
 		}
 		lc, err := dial("tegrl-learner")
 		if err != nil {

@@ -44,16 +44,33 @@ func benchSegments(b *testing.B, sink SegmentSink, src <-chan Frame, size int) {
 }
 
 func BenchmarkSegment(b *testing.B) {
-	for _, size := range []int{4096, 65536} {
-		b.Run(fmt.Sprintf("transport=nats/bytes=%d", size), func(b *testing.B) {
-			s := startTestServer(b, ServerConfig{})
-			l := newTestLearner(b, dialTest(b, s, "bench", "learner"), LearnerConfig{QueueSize: 256})
-			a := newTestActor(b, dialTest(b, s, "bench", "actor"), 1)
-			benchSegments(b, a, l.Segments(), size)
-			if st := l.Stats(); st.LostSegments+st.QueueOverflow+st.Conn.SlowConsumers != 0 {
-				b.Fatalf("drops: %+v", st)
-			}
-		})
+	// 262144 bytes is about a training segment of the small preset (100
+	// decisions of 16 candidates).
+	for _, size := range []int{4096, 65536, 262144} {
+		// nats: loopback TCP, as between processes; nats-pipe: the
+		// in-process connection of an embedded server (DialConfig.InProcess).
+		for _, tr := range []string{"nats", "nats-pipe"} {
+			b.Run(fmt.Sprintf("transport=%s/bytes=%d", tr, size), func(b *testing.B) {
+				s := startTestServer(b, ServerConfig{MaxPayload: 1 << 20})
+				dial := func(name string) *Conn {
+					if tr == "nats" {
+						return dialTest(b, s, "bench", name)
+					}
+					c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: "bench", InProcess: s})
+					if err != nil {
+						b.Fatal(err)
+					}
+					b.Cleanup(c.Close)
+					return c
+				}
+				l := newTestLearner(b, dial("learner"), LearnerConfig{QueueSize: 256})
+				a := newTestActor(b, dial("actor"), 1)
+				benchSegments(b, a, l.Segments(), size)
+				if st := l.Stats(); st.LostSegments+st.QueueOverflow+st.Conn.SlowConsumers != 0 {
+					b.Fatalf("drops: %+v", st)
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("transport=chan/bytes=%d", size), func(b *testing.B) {
 			l, err := NewChanLearner("bench", LearnerConfig{QueueSize: 256})
 			if err != nil {

@@ -565,3 +565,59 @@ func TestLatestNotStoredIsNotFatal(t *testing.T) {
 		t.Errorf("latest errors %d after a stored version, want 2", st.LatestErrors)
 	}
 }
+
+// TestInProcessConnection: clients of the embedded server in the same
+// process talk to it over an in-memory pipe, beside clients on the
+// network, with the same token check, segments and parameters.
+func TestInProcessConnection(t *testing.T) {
+	s := startTestServer(t, ServerConfig{})
+	run := "inproc"
+	dialIn := func(name string) *Conn {
+		t.Helper()
+		c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: run, InProcess: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	lc, tcp := dialIn("learner"), dialTest(t, s, run, "actor-tcp")
+	if got := lc.NATS().ConnectedAddr(); got != "pipe" {
+		t.Errorf("in-process connection's address %q, want pipe", got)
+	}
+	if got := tcp.NATS().ConnectedAddr(); got == "pipe" {
+		t.Error("network connection runs over a pipe")
+	}
+	l := newTestLearner(t, lc, LearnerConfig{QueueSize: 64, MaxLag: 5})
+	actors := []*Actor{newTestActor(t, dialIn("actor-pipe"), 1), newTestActor(t, tcp, 2)}
+	for i := range 5 {
+		for _, a := range actors {
+			if err := a.PublishSegment(0, segPayload(a.ID(), i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	next := map[uint32]int{}
+	for range 10 {
+		f := recvFrame(t, l.Segments())
+		i := next[f.Actor]
+		if f.Seq != uint64(i+1) || !bytes.Equal(f.Payload, segPayload(f.Actor, i)) {
+			t.Fatalf("actor %d segment %d: got %+v", f.Actor, i, f)
+		}
+		next[f.Actor] = i + 1
+	}
+	if err := l.PublishParams(1, []byte("weights-v1")); err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range actors {
+		waitFor(t, "params v1", func() bool { v, p, _ := a.LatestParams(); return v == 1 && string(p) == "weights-v1" })
+	}
+	for _, tok := range []string{"", "wrong"} {
+		if c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: tok, RunID: run, InProcess: s}); !errors.Is(err, ErrUnauthorized) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("token %q in process: %v, want ErrUnauthorized", tok, err)
+		}
+	}
+}

@@ -39,6 +39,7 @@ type ServerConfig struct {
 // Server is an embedded NATS server with JetStream.
 type Server struct {
 	ns     *server.Server
+	token  string // ServerConfig.Token, checked by in-process dials
 	dir    string
 	ownDir bool // dir is a temporary directory StartServer made
 	once   sync.Once
@@ -61,7 +62,7 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if port == 0 {
 		port = server.RANDOM_PORT // Options' 0 means NATS's default 4222
 	}
-	s := &Server{dir: cfg.JetStreamDir}
+	s := &Server{dir: cfg.JetStreamDir, token: cfg.Token}
 	if s.dir == "" {
 		d, err := os.MkdirTemp("", "tegrl-jetstream-")
 		if err != nil {
