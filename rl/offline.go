@@ -16,9 +16,12 @@ import (
 // inputs and the recorded actions, with each decision's reward (the
 // slowdown accrued until the next decision) and discounted return.
 type OfflineData struct {
-	S        Samples
-	Reward   []float32
-	Return   []float32
+	S      Samples
+	Reward []float32
+	Return []float32
+	// Last marks each run's last decision (its return ends there).
+	Last     []bool
+	Gamma    float64 // the discount of Return
 	Episodes int
 }
 
@@ -143,7 +146,15 @@ func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma
 		}
 	}
 	n := data.Len()
+	if data.Episodes > 0 && data.Gamma != gamma {
+		return fmt.Errorf("offline %s: discount %g, the data already loaded has %g", t.Dir, gamma, data.Gamma)
+	}
+	data.Gamma = gamma
 	data.Return = append(data.Return, make([]float32, n-start)...)
+	data.Last = append(data.Last, make([]bool, n-start)...)
+	if n > start {
+		data.Last[n-1] = true
+	}
 	var g float64
 	for i := n - 1; i >= start; i-- {
 		g = float64(data.Reward[i]) + gamma*g
@@ -153,13 +164,40 @@ func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma
 	return nil
 }
 
+// advantages fills adv with the decisions' advantages under the values
+// vals: TD(λ) within each run for lambda < 1, with the λ-returns in
+// target, and the Monte Carlo returns' R - V(s) for lambda 1 (target is
+// then not written). A run's last decision is terminal, as in its return.
+func (d *OfflineData) advantages(adv, target, vals []float32, lambda float64) {
+	if lambda >= 1 {
+		for i := range adv {
+			adv[i] = d.Return[i] - vals[i]
+		}
+		return
+	}
+	for e := len(adv); e > 0; {
+		s := e - 1
+		for s > 0 && !d.Last[s-1] {
+			s--
+		}
+		GAE(adv[s:e], target[s:e], d.Reward[s:e], vals[s:e], d.Last[s:e], 0, d.Gamma, lambda)
+		e = s
+	}
+}
+
 // OfflineConfig configures learning from recorded decisions.
 type OfflineConfig struct {
 	// Method: "bc" (behaviour cloning: maximise the recorded actions'
 	// log-likelihood) or "awr" (advantage-weighted regression, Peng et al.
-	// 2019: the same, weighted by exp(A/β) with A = R - V(s), normalised,
-	// and weights capped at MaxWeight).
-	Method    string  `json:"method"`
+	// 2019: the same, weighted by exp(A/β) with A the advantage,
+	// normalised, and weights capped at MaxWeight).
+	Method string `json:"method"`
+	// Lambda is the λ of AWR's advantages and value targets, TD(λ) on
+	// the data's discount as in Peng et al.: 1 (the default) uses the
+	// Monte Carlo returns, A = R - V(s); smaller values bootstrap from
+	// the value of later decisions, trading bias for less of the
+	// workload's noise.
+	Lambda    float64 `json:"awr_lambda"`
 	Epochs    int     `json:"epochs"`
 	Minibatch int     `json:"minibatch"`
 	LR        float64 `json:"lr"`
@@ -172,7 +210,7 @@ type OfflineConfig struct {
 // DefaultOfflineConfig: 10 epochs of minibatches of 256 at lr 1e-3, AWR
 // with β 1 on normalised advantages and weights capped at 20.
 func DefaultOfflineConfig() OfflineConfig {
-	return OfflineConfig{Method: "bc", Epochs: 10, Minibatch: 256, LR: 1e-3, Beta: 1, MaxWeight: 20, VFCoef: 0.5, Seed: 1}
+	return OfflineConfig{Method: "bc", Lambda: 1, Epochs: 10, Minibatch: 256, LR: 1e-3, Beta: 1, MaxWeight: 20, VFCoef: 0.5, Seed: 1}
 }
 
 // OfflineStats is one epoch's log line.
@@ -189,7 +227,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 	if cfg.Method != "bc" && cfg.Method != "awr" {
 		return nil, fmt.Errorf("offline: method %q, want bc or awr", cfg.Method)
 	}
-	if cfg.Epochs < 1 || cfg.Minibatch < 1 || !(cfg.LR > 0) || !(cfg.Beta > 0) || !(cfg.MaxWeight >= 1) {
+	if cfg.Epochs < 1 || cfg.Minibatch < 1 || !(cfg.LR > 0) || !(cfg.Beta > 0) || !(cfg.MaxWeight >= 1) || !(cfg.Lambda >= 0 && cfg.Lambda <= 1) {
 		return nil, fmt.Errorf("offline: config %+v out of range", cfg)
 	}
 	n := data.Len()
@@ -198,6 +236,9 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 	}
 	if err := data.S.Validate(); err != nil {
 		return nil, fmt.Errorf("offline: %w", err)
+	}
+	if len(data.Reward) != n || len(data.Return) != n || len(data.Last) != n || (n > 0 && !data.Last[n-1]) {
+		return nil, fmt.Errorf("offline: %d decisions with %d rewards, %d returns and %d run ends", n, len(data.Reward), len(data.Return), len(data.Last))
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6f66662d74726e))
 	opt := nn.NewAdam(pol.ps, cfg.LR)
@@ -212,6 +253,10 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		w[i] = 1
 	}
 	vals := make([]float32, n)
+	adv, target := make([]float32, n), data.Return
+	if cfg.Method == "awr" && cfg.Lambda < 1 {
+		target = make([]float32, n)
+	}
 	wT, rT := nn.Zeros[float32](0), nn.Zeros[float32](0)
 	var out []OfflineStats
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
@@ -237,16 +282,16 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		}
 		st.Agreement = float64(agree) / float64(n)
 		if cfg.Method == "awr" {
+			data.advantages(adv, target, vals, cfg.Lambda)
 			var m, ss float64
-			for i := range w {
-				a := float64(data.Return[i] - vals[i])
-				m += a
-				ss += a * a
+			for _, a := range adv {
+				m += float64(a)
+				ss += float64(a) * float64(a)
 			}
 			m /= float64(n)
 			sd := math.Sqrt(max(0, ss/float64(n)-m*m)) + 1e-8
 			for i := range w {
-				a := (float64(data.Return[i]-vals[i]) - m) / sd
+				a := (float64(adv[i]) - m) / sd
 				w[i] = float32(min(cfg.MaxWeight, math.Exp(a/cfg.Beta)))
 			}
 		}
@@ -256,7 +301,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 			mb := perm[s:min(n, s+cfg.Minibatch)]
 			tp.Reset()
 			pol.ps.ZeroGrad()
-			wT, rT = fill(wT, w, mb), fill(rT, data.Return, mb)
+			wT, rT = fill(wT, w, mb), fill(rT, target, mb)
 			logp, _, v := pol.evaluate(tp, &data.S, mb)
 			pl := tp.Scale(tp.MeanAll(tp.Mul(logp, wT)), -1)
 			vl := tp.Scale(tp.MSE(v, rT), 0.5)

@@ -78,6 +78,29 @@ func TestOfflineFromRecording(t *testing.T) {
 	if w := awr[len(awr)-1].MeanWeight; !(w > 0 && w <= cfg.MaxWeight) {
 		t.Fatalf("AWR mean weight %v", w)
 	}
+	if !data.Last[data.Len()-1] || data.Gamma != 0.99 {
+		t.Fatalf("run ends or discount not recorded: last %v, gamma %v", data.Last[data.Len()-1], data.Gamma)
+	}
+	ends := 0
+	for _, l := range data.Last {
+		if l {
+			ends++
+		}
+	}
+	if ends != 2 {
+		t.Fatalf("%d run ends for 2 runs", ends)
+	}
+	cfg.Lambda = 0.9
+	if awr, err = TrainOffline(pol, &data, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if w := awr[len(awr)-1].MeanWeight; !(w > 0 && w <= cfg.MaxWeight) {
+		t.Fatalf("AWR(λ 0.9) mean weight %v", w)
+	}
+	cfg.Lambda = 1.5
+	if _, err := TrainOffline(pol, &data, cfg); err == nil {
+		t.Fatal("λ 1.5 accepted")
+	}
 	// A recording re-run with another scheduler is refused.
 	tr, _ := replay.Open(recordLangevin(t, 3))
 	fgd, _ := env.NewScheduler("fgd")
@@ -140,5 +163,40 @@ func TestOfflineReferenceReward(t *testing.T) {
 	t.Logf("%d rewards non-zero; sum %.4f, want %.4f", nonzero, sum, want)
 	if nonzero == 0 || math.Abs(sum-want) > 1e-3*math.Max(1, math.Abs(want)) {
 		t.Fatalf("rewards relative to random: %d non-zero, sum %v, want %v", nonzero, sum, want)
+	}
+}
+
+// TestOfflineAdvantages: TD(λ) advantages stop at each run's end, and λ 1
+// gives the Monte Carlo returns' R - V.
+func TestOfflineAdvantages(t *testing.T) {
+	// Two runs: decisions 0-2 and 3-4; γ 0.5.
+	d := OfflineData{Reward: []float32{1, 2, 4, 8, 16}, Last: []bool{false, false, true, false, true}, Gamma: 0.5}
+	d.Return = []float32{1 + 0.5*(2+0.5*4), 2 + 0.5*4, 4, 8 + 0.5*16, 16}
+	v := []float32{1, 1, 1, 2, 2}
+	adv, target := make([]float32, 5), make([]float32, 5)
+	d.advantages(adv, target, v, 1)
+	for i, want := range []float32{2, 3, 3, 14, 14} {
+		if adv[i] != want {
+			t.Errorf("λ 1: advantage %d = %v, want %v", i, adv[i], want)
+		}
+	}
+	// λ 0: one-step TD errors r + γV(s') - V(s), with V(s') 0 after a run's end.
+	d.advantages(adv, target, v, 0)
+	for i, want := range []float32{0.5, 1.5, 3, 7, 14} {
+		if adv[i] != want || target[i] != want+v[i] {
+			t.Errorf("λ 0: advantage %d = %v, target %v, want %v and %v", i, adv[i], target[i], want, want+v[i])
+		}
+	}
+	// λ 0.5: A_t = δ_t + γλ A_{t+1} within a run.
+	d.advantages(adv, target, v, 0.5)
+	a2 := float32(3)
+	a1 := 1.5 + 0.25*a2
+	a0 := 0.5 + 0.25*a1
+	a4 := float32(14)
+	a3 := 7 + 0.25*a4
+	for i, want := range []float32{a0, a1, a2, a3, a4} {
+		if adv[i] != want {
+			t.Errorf("λ 0.5: advantage %d = %v, want %v", i, adv[i], want)
+		}
 	}
 }
