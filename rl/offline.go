@@ -20,13 +20,7 @@ type OfflineData struct {
 	Reward []float32
 	Return []float32
 	// Last marks each run's last decision (its return ends there).
-	Last []bool
-	// Stretch is, for each decision, how long the job it placed then took
-	// to complete, in units of the job's duration: (end - decision time)
-	// / duration, the part of the job's slowdown that the choice of
-	// machine governs (its wait before the decision is already spent).
-	// A job still running when the run ends counts until the end.
-	Stretch  []float32
+	Last     []bool
 	Gamma    float64 // the discount of Return
 	Episodes int
 }
@@ -42,9 +36,6 @@ type offlineRec struct {
 	data  *OfflineData
 	rng   *rand.Rand // candidate draws: not the simulation's stream, which the recorded run used alone
 	last  int        // sample of the last decision of this run (-1 none)
-	// The job, time and job duration of each decision of this run.
-	job     []int
-	at, dur []float64
 }
 
 func (o *offlineRec) Name() string            { return o.inner.Name() }
@@ -86,7 +77,6 @@ func (o *offlineRec) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 	s.SetAction(i, choice, max(0, min(ReplicaChoices-1, a.ReplicaDelta+ReplicaChoices/2)), aff,
 		clamp((d-cfg.DampingMin)/(cfg.DampingMax-cfg.DampingMin)))
 	o.data.Reward = append(o.data.Reward, 0)
-	o.job, o.at, o.dur = append(o.job, obs.Job.ID), append(o.at, obs.Time), append(o.dur, max(obs.Job.Duration, 1))
 	o.last = i
 	return a
 }
@@ -110,11 +100,7 @@ func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma
 	}
 	start := data.Len()
 	rec := &offlineRec{inner: sched, pol: pol, data: data, rng: rand.New(rand.NewPCG(t.Config.Seed, 0x6f66666c696e65)), last: -1}
-	scfg := t.SimConfig(sched, replay.GovernorRecorded)
-	// The job outcomes, for Stretch; one sample of the time series is
-	// all it keeps besides (recording changes nothing in the run).
-	scfg.Series = env.SeriesConfig{Every: math.MaxInt32}
-	sim, err := env.NewSim(t.Cluster, t.Workload, rec, scfg)
+	sim, err := env.NewSim(t.Cluster, t.Workload, rec, t.SimConfig(sched, replay.GovernorRecorded))
 	if err != nil {
 		return fmt.Errorf("offline %s: %w", t.Dir, err)
 	}
@@ -164,17 +150,6 @@ func LoadRecording(t *replay.Trace, sched, ref env.Scheduler, pol *Policy, gamma
 		return fmt.Errorf("offline %s: discount %g, the data already loaded has %g", t.Dir, gamma, data.Gamma)
 	}
 	data.Gamma = gamma
-	end := make(map[int]float64, len(sim.Series().Jobs))
-	for _, j := range sim.Series().Jobs {
-		end[j.ID] = j.EndS
-	}
-	for k := range rec.job {
-		e, ok := end[rec.job[k]]
-		if !ok || e < rec.at[k] { // still running, or completed before a later placement (not possible)
-			e = max(sim.Now(), rec.at[k])
-		}
-		data.Stretch = append(data.Stretch, float32((e-rec.at[k])/rec.dur[k]))
-	}
 	data.Return = append(data.Return, make([]float32, n-start)...)
 	data.Last = append(data.Last, make([]bool, n-start)...)
 	if n > start {
@@ -222,12 +197,7 @@ type OfflineConfig struct {
 	// Monte Carlo returns, A = R - V(s); smaller values bootstrap from
 	// the value of later decisions, trading bias for less of the
 	// workload's noise.
-	Lambda float64 `json:"awr_lambda"`
-	// Target is what AWR's advantages and value targets measure: "return"
-	// (the default: the discounted return of the rewards) or "stretch"
-	// (myopic: minus the log of OfflineData.Stretch, how long the placed
-	// job took from the decision on; Lambda does not apply).
-	Target    string  `json:"awr_target,omitempty"`
+	Lambda    float64 `json:"awr_lambda"`
 	Epochs    int     `json:"epochs"`
 	Minibatch int     `json:"minibatch"`
 	LR        float64 `json:"lr"`
@@ -257,9 +227,6 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 	if cfg.Method != "bc" && cfg.Method != "awr" {
 		return nil, fmt.Errorf("offline: method %q, want bc or awr", cfg.Method)
 	}
-	if cfg.Target != "" && cfg.Target != "return" && cfg.Target != "stretch" {
-		return nil, fmt.Errorf("offline: AWR target %q, want return or stretch", cfg.Target)
-	}
 	if cfg.Epochs < 1 || cfg.Minibatch < 1 || !(cfg.LR > 0) || !(cfg.Beta > 0) || !(cfg.MaxWeight >= 1) || !(cfg.Lambda >= 0 && cfg.Lambda <= 1) {
 		return nil, fmt.Errorf("offline: config %+v out of range", cfg)
 	}
@@ -270,8 +237,8 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 	if err := data.S.Validate(); err != nil {
 		return nil, fmt.Errorf("offline: %w", err)
 	}
-	if len(data.Reward) != n || len(data.Return) != n || len(data.Last) != n || len(data.Stretch) != n || (n > 0 && !data.Last[n-1]) {
-		return nil, fmt.Errorf("offline: %d decisions with %d rewards, %d returns, %d stretches and %d run ends", n, len(data.Reward), len(data.Return), len(data.Stretch), len(data.Last))
+	if len(data.Reward) != n || len(data.Return) != n || len(data.Last) != n || (n > 0 && !data.Last[n-1]) {
+		return nil, fmt.Errorf("offline: %d decisions with %d rewards, %d returns and %d run ends", n, len(data.Reward), len(data.Return), len(data.Last))
 	}
 	rng := rand.New(rand.NewPCG(cfg.Seed, 0x6f66662d74726e))
 	opt := nn.NewAdam(pol.ps, cfg.LR)
@@ -287,14 +254,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 	}
 	vals := make([]float32, n)
 	adv, target := make([]float32, n), data.Return
-	stretch := cfg.Method == "awr" && cfg.Target == "stretch"
-	switch {
-	case stretch:
-		target = make([]float32, n)
-		for i, x := range data.Stretch {
-			target[i] = -float32(math.Log(max(float64(x), 1e-3)))
-		}
-	case cfg.Method == "awr" && cfg.Lambda < 1:
+	if cfg.Method == "awr" && cfg.Lambda < 1 {
 		target = make([]float32, n)
 	}
 	wT, rT := nn.Zeros[float32](0), nn.Zeros[float32](0)
@@ -322,13 +282,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		}
 		st.Agreement = float64(agree) / float64(n)
 		if cfg.Method == "awr" {
-			if stretch {
-				for i := range adv {
-					adv[i] = target[i] - vals[i]
-				}
-			} else {
-				data.advantages(adv, target, vals, cfg.Lambda)
-			}
+			data.advantages(adv, target, vals, cfg.Lambda)
 			var m, ss float64
 			for _, a := range adv {
 				m += float64(a)
