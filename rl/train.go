@@ -16,7 +16,7 @@ import (
 type TrainConfig struct {
 	RunID string `json:"run_id"`
 	Seed  uint64 `json:"seed"`
-	// Actors run in this process (0 with ExternalActors only).
+	// Actors run in this process (0: remote actors only, such as tegrl actor).
 	Actors     int `json:"actors"`
 	SegmentLen int `json:"segment_len"`
 	BatchSize  int `json:"batch_size"`  // decisions per update
