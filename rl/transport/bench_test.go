@@ -52,19 +52,12 @@ func BenchmarkSegment(b *testing.B) {
 		for _, tr := range []string{"nats", "nats-pipe"} {
 			b.Run(fmt.Sprintf("transport=%s/bytes=%d", tr, size), func(b *testing.B) {
 				s := startTestServer(b, ServerConfig{MaxPayload: 1 << 20})
-				dial := func(name string) *Conn {
-					if tr == "nats" {
-						return dialTest(b, s, "bench", name)
-					}
-					c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: "bench", InProcess: s})
-					if err != nil {
-						b.Fatal(err)
-					}
-					b.Cleanup(c.Close)
-					return c
+				dial := dialTest
+				if tr == "nats-pipe" {
+					dial = dialPipe
 				}
-				l := newTestLearner(b, dial("learner"), LearnerConfig{QueueSize: 256})
-				a := newTestActor(b, dial("actor"), 1)
+				l := newTestLearner(b, dial(b, s, "bench", "learner"), LearnerConfig{QueueSize: 256})
+				a := newTestActor(b, dial(b, s, "bench", "actor"), 1)
 				benchSegments(b, a, l.Segments(), size)
 				if st := l.Stats(); st.LostSegments+st.QueueOverflow+st.Conn.SlowConsumers != 0 {
 					b.Fatalf("drops: %+v", st)

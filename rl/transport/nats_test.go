@@ -29,7 +29,18 @@ func startTestServer(t testing.TB, cfg ServerConfig) *Server {
 
 func dialTest(t testing.TB, s *Server, run, name string) *Conn {
 	t.Helper()
-	c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: run})
+	return dialTestConfig(t, DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: run})
+}
+
+// dialPipe is dialTest over the in-process pipe (DialConfig.InProcess).
+func dialPipe(t testing.TB, s *Server, run, name string) *Conn {
+	t.Helper()
+	return dialTestConfig(t, DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: run, InProcess: s})
+}
+
+func dialTestConfig(t testing.TB, cfg DialConfig) *Conn {
+	t.Helper()
+	c, err := Dial(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -572,16 +583,7 @@ func TestLatestNotStoredIsNotFatal(t *testing.T) {
 func TestInProcessConnection(t *testing.T) {
 	s := startTestServer(t, ServerConfig{})
 	run := "inproc"
-	dialIn := func(name string) *Conn {
-		t.Helper()
-		c, err := Dial(context.Background(), DialConfig{URL: s.ClientURL(), Token: testToken, Name: name, RunID: run, InProcess: s})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	lc, tcp := dialIn("learner"), dialTest(t, s, run, "actor-tcp")
+	lc, tcp := dialPipe(t, s, run, "learner"), dialTest(t, s, run, "actor-tcp")
 	if got := lc.NATS().ConnectedAddr(); got != "pipe" {
 		t.Errorf("in-process connection's address %q, want pipe", got)
 	}
@@ -589,7 +591,7 @@ func TestInProcessConnection(t *testing.T) {
 		t.Error("network connection runs over a pipe")
 	}
 	l := newTestLearner(t, lc, LearnerConfig{QueueSize: 64, MaxLag: 5})
-	actors := []*Actor{newTestActor(t, dialIn("actor-pipe"), 1), newTestActor(t, tcp, 2)}
+	actors := []*Actor{newTestActor(t, dialPipe(t, s, run, "actor-pipe"), 1), newTestActor(t, tcp, 2)}
 	for i := range 5 {
 		for _, a := range actors {
 			if err := a.PublishSegment(0, segPayload(a.ID(), i)); err != nil {
