@@ -196,7 +196,7 @@ func fit(teacher, student *rl.Policy, s *rl.Samples, cfg Config) ([]Stats, error
 			beta := tp.Add(moments(h.DampA, h.DampB, dmT, dcT), moments(h.AffA, h.AffB, amT, acT))
 			vl := tp.MSE(h.Value, vT)
 			loss := tp.Add(tp.Add(kl, beta), tp.Scale(vl, cfg.VFCoef))
-			tp.Backward(loss)
+			tp.BackwardLeaves(loss)
 			if norm := student.Params().ClipGradNorm(40); !math.IsNaN(norm) && !math.IsInf(norm, 0) {
 				opt.Step()
 			}

@@ -172,6 +172,53 @@ func TestEncoderAllocs(t *testing.T) {
 	}
 }
 
+// TestEncoderBackwardLeaves checks that the training step's
+// BackwardLeaves gives the encoder's parameters the bits of Backward's
+// gradients, over several passes of one tape (from the second on, the
+// intermediates' gradients live in recycled buffers).
+func TestEncoderBackwardLeaves(t *testing.T) {
+	g, err := Synthetic(DefaultSyntheticConfig(40, 5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, err := NewEncoder[float32](DefaultEncoderConfig(g.Dims()), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatch[float32](g)
+	pass := func(tp *nn.Tape[float32], leaves bool) [][]float32 {
+		tp.Reset()
+		enc.Params.ZeroGrad()
+		emb := enc.Forward(tp, b)
+		loss := tp.SumAll(tp.Mul(emb.Graph, emb.Graph))
+		for _, x := range emb.Node {
+			loss = tp.Add(loss, tp.SumAll(tp.Tanh(x)))
+		}
+		if leaves {
+			tp.BackwardLeaves(loss)
+		} else {
+			tp.Backward(loss)
+		}
+		grads := make([][]float32, enc.Params.Len())
+		for i := range grads {
+			grads[i] = append([]float32(nil), enc.Params.At(i).Grad...)
+		}
+		return grads
+	}
+	want := pass(nn.NewTape[float32](), false)
+	tp := nn.NewTape[float32]()
+	for k := range 3 {
+		got := pass(tp, true)
+		for i := range want {
+			for j, v := range got[i] {
+				if math.Float32bits(v) != math.Float32bits(want[i][j]) {
+					t.Fatalf("pass %d: parameter %d element %d: %v, Backward gave %v", k, i, j, v, want[i][j])
+				}
+			}
+		}
+	}
+}
+
 // TestEncoderTrains fits the graph embedding of a small graph to a fixed
 // target with Adam: every parameter, shared views included, must receive
 // its gradient and its update for the loss to fall this far.

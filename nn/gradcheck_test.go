@@ -67,6 +67,39 @@ func checkGrad(t *testing.T, rng *rand.Rand, c gradCase) {
 		}
 	}
 	t.Logf("%s: worst relative error %.2g", c.name, worst)
+	checkLeaves(t, c, r)
+}
+
+// checkLeaves checks that BackwardLeaves gives the leaves the bits of
+// Backward's gradients, twice on one tape (the second pass takes its
+// intermediates' buffers from the free list the first left behind), and
+// that no intermediate keeps a gradient.
+func checkLeaves(t *testing.T, c gradCase, r *Tensor[float64]) {
+	t.Helper()
+	want := make([][]float64, len(c.in))
+	for k, x := range c.in {
+		want[k] = append([]float64(nil), x.Grad...)
+	}
+	tp := NewTape[float64]()
+	for pass := range 2 {
+		for _, x := range c.in {
+			clear(x.Grad)
+		}
+		tp.Reset()
+		tp.BackwardLeaves(tp.SumAll(tp.Mul(c.f(tp, c.in), r)))
+		for k, x := range c.in {
+			for i, g := range x.Grad {
+				if math.Float64bits(g) != math.Float64bits(want[k][i]) {
+					t.Fatalf("%s: BackwardLeaves pass %d: input %d element %d: %v, Backward gave %v", c.name, pass, k, i, g, want[k][i])
+				}
+			}
+		}
+		for i := range tp.nodes {
+			if g := tp.nodes[i].out.Grad; len(g) != 0 {
+				t.Fatalf("%s: BackwardLeaves left node %d's result a gradient of %d elements", c.name, i, len(g))
+			}
+		}
+	}
 }
 
 func randn(rng *rand.Rand, n int) []float64 {

@@ -21,6 +21,11 @@ type Tape[T Float] struct {
 	usedInt32s int
 
 	scratch gemmScratch[T] // transposed matmul operands
+
+	// gradFree holds the gradient buffers BackwardLeaves lends to
+	// intermediate results; each returns here once its tensor's producing
+	// operation has been differentiated.
+	gradFree [][]T
 }
 
 // NewTape returns an empty tape.
@@ -78,6 +83,7 @@ func (tp *Tape[T]) allocRaw(requiresGrad bool, shape ...int) *Tensor[T] {
 	t.RequiresGrad = requiresGrad
 	t.Grad = t.Grad[:0]
 	t.gradStale = false
+	t.recycled = gradOwn
 	return t
 }
 
@@ -155,6 +161,121 @@ func (tp *Tape[T]) Backward(loss *Tensor[T]) {
 	}
 }
 
+// BackwardLeaves is [Tape.Backward] for a caller that needs only the
+// gradients of leaves: parameters, and tape tensors that no recorded
+// operation produced. An intermediate result gets a gradient buffer when
+// the first operation that consumes it is differentiated, and gives it
+// back to the tape once its own producing operation has been, so a buffer
+// serves several results in one pass. The pass then touches a fraction of
+// the memory that Backward does, which keeps a training step of a large
+// graph in cache (on the 1,200-machine GNN encoder: 11.6 MB of gradients
+// in Backward). Afterwards intermediate results have no Grad. Gradients
+// and their bits are those of Backward.
+func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) {
+	if len(loss.Data) != 1 {
+		panic(fmt.Sprintf("nn: BackwardLeaves: loss has shape %v, want one element", loss.Shape))
+	}
+	if !loss.RequiresGrad {
+		return
+	}
+	// Intermediates wait for a lent buffer; every other tape tensor keeps
+	// its own, as in Backward. An intermediate's last use is its first
+	// recording in tape order (sums of terms record one node per term).
+	for i := range tp.nodes {
+		n := &tp.nodes[i]
+		n.release = n.out.recycled == gradOwn
+		if n.release {
+			n.out.recycled = gradRecycle
+			n.out.gradStale = true
+		}
+	}
+	for _, t := range tp.pool[:tp.used] {
+		if t.RequiresGrad && t.recycled == gradOwn {
+			if cap(t.Grad) < len(t.Data) {
+				t.Grad = make([]T, len(t.Data))
+			}
+			t.Grad = t.Grad[:len(t.Data)]
+			t.gradStale = true
+			tp.poisonGrad(t)
+		}
+	}
+	for i := range tp.nodes {
+		n := &tp.nodes[i]
+		for _, x := range [3]*Tensor[T]{n.a, n.b, n.c} {
+			if x != nil && x.recycled == gradOwn {
+				ensureGrad(x)
+			}
+		}
+	}
+	tp.lendGrad(loss)
+	gradOf(loss)[0]++
+	for i := len(tp.nodes) - 1; i >= 0; i-- {
+		n := &tp.nodes[i]
+		if n.out.recycled != gradRecycle && !n.out.gradStale {
+			tp.lendGrad(n.a)
+			tp.lendGrad(n.b)
+			tp.lendGrad(n.c)
+			tp.backward(n)
+		}
+		if n.release {
+			tp.returnGrad(n.out)
+		}
+	}
+	for _, t := range tp.pool[:tp.used] {
+		if t.recycled == gradOwn {
+			gradOf(t) // leaves nothing reached still get their zero gradient
+		}
+	}
+}
+
+// lendGrad gives an intermediate result that has none a stale (not yet
+// zeroed) buffer from the free list: the smallest that is large enough, or
+// a new one.
+func (tp *Tape[T]) lendGrad(t *Tensor[T]) {
+	if t == nil || t.recycled != gradRecycle {
+		return
+	}
+	n, best := len(t.Data), -1
+	for i, b := range tp.gradFree {
+		if cap(b) >= n && (best < 0 || cap(b) < cap(tp.gradFree[best])) {
+			best = i
+		}
+	}
+	var buf []T
+	if best < 0 {
+		buf = make([]T, n)
+	} else {
+		buf = tp.gradFree[best]
+		last := len(tp.gradFree) - 1
+		tp.gradFree[best] = tp.gradFree[last]
+		tp.gradFree[last] = nil
+		tp.gradFree = tp.gradFree[:last]
+	}
+	t.Grad = buf[:n]
+	t.gradStale = true
+	t.recycled = gradLent
+	tp.poisonGrad(t)
+}
+
+// returnGrad puts an intermediate's buffer back on the free list.
+func (tp *Tape[T]) returnGrad(t *Tensor[T]) {
+	if t.recycled == gradLent {
+		tp.gradFree = append(tp.gradFree, t.Grad[:cap(t.Grad)])
+	}
+	t.Grad = nil
+	t.recycled = gradOwn
+}
+
+// poisonGrad fills a not yet zeroed gradient with NaN in the tests (see
+// poisonRaw).
+func (tp *Tape[T]) poisonGrad(t *Tensor[T]) {
+	if poisonRaw {
+		for i := range t.Grad {
+			t.Grad[i] = T(math.NaN())
+		}
+	}
+}
+
 // ensureGrad gives a leaf that requires gradients a gradient buffer.
 func ensureGrad[T Float](t *Tensor[T]) {
 	if t != nil && t.RequiresGrad && len(t.Grad) != len(t.Data) {
@@ -222,6 +343,7 @@ type node[T Float] struct {
 	f0, f1  float64
 	t0, t1  bool
 	unary   unaryKind
+	release bool // BackwardLeaves: out's buffer goes back after this node
 }
 
 func (tp *Tape[T]) backward(n *node[T]) {

@@ -30,7 +30,22 @@ type Tensor[T Float] struct {
 	// current backward pass: gradOf zeroes it on first use, right before
 	// the first accumulation, instead of in one sweep over every buffer.
 	gradStale bool
+
+	// recycled marks an intermediate tape result during
+	// [Tape.BackwardLeaves]: gradRecycle while it waits for a gradient
+	// buffer from the tape's free list, gradLent while it holds one.
+	recycled gradState
 }
+
+// gradState is a tape result's gradient buffer's state during
+// [Tape.BackwardLeaves].
+type gradState uint8
+
+const (
+	gradOwn     gradState = iota // the tensor's own buffer (leaves, parameters, Backward)
+	gradRecycle                  // an intermediate that has not got a buffer yet
+	gradLent                     // an intermediate that holds a buffer of the free list
+)
 
 // NewTensor returns a tensor that uses data (not a copy) with the given
 // shape. It panics if the shape does not match len(data).

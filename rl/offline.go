@@ -306,7 +306,7 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 			pl := tp.Scale(tp.MeanAll(tp.Mul(logp, wT)), -1)
 			vl := tp.Scale(tp.MSE(v, rT), 0.5)
 			loss := tp.Add(pl, tp.Scale(vl, cfg.VFCoef))
-			tp.Backward(loss)
+			tp.BackwardLeaves(loss)
 			if norm := pol.ps.ClipGradNorm(40); !math.IsNaN(norm) && !math.IsInf(norm, 0) {
 				opt.Step()
 			}

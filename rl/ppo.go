@@ -282,7 +282,7 @@ func (p *PPO) minibatch(b *Batch, mb []int) mbStats {
 	vLoss := tp.Scale(tp.MeanAll(vErr), 0.5)
 	entMean := tp.MeanAll(ent)
 	loss := tp.Add(tp.Add(pgLoss, tp.Scale(entMean, -cfg.EntCoef)), tp.Scale(vLoss, cfg.VFCoef))
-	tp.Backward(loss)
+	tp.BackwardLeaves(loss)
 	st.pg, st.v, st.ent = pgLoss.Item(), vLoss.Item(), entMean.Item()
 	st.norm = ps.ClipGradNorm(cfg.MaxGradNorm)
 	if st.stepped = !math.IsNaN(st.norm) && !math.IsInf(st.norm, 0); st.stepped {
