@@ -113,7 +113,7 @@ func BenchmarkTanh(b *testing.B) {
 }
 
 func BenchmarkMatMul(b *testing.B) {
-	for _, s := range []struct{ m, k, n int }{{256, 64, 128}, {2048, 128, 256}, {256, 256, 256}, {64, 1200, 64}, {131072, 64, 64}} {
+	for _, s := range []struct{ m, k, n int }{{256, 64, 128}, {2048, 128, 256}, {256, 256, 256}, {64, 1200, 64}, {1200, 64, 64}, {131072, 64, 64}} {
 		for _, tr := range []struct{ a, b bool }{{false, false}, {true, false}, {false, true}} {
 			b.Run(fmt.Sprintf("m=%d/k=%d/n=%d/tA=%v/tB=%v", s.m, s.k, s.n, tr.a, tr.b), func(b *testing.B) {
 				rng := rand.New(rand.NewPCG(1, 1))

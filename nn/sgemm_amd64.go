@@ -250,3 +250,9 @@ var tanhConsts = [...]float64{
 	1.0,
 	2.0,
 }
+
+// packTransposedZ is packTransposed16 for k a multiple of 16, in AVX-512
+// 16×16 register transposes; sgemm_amd64.s.
+//
+//go:noescape
+func packTransposedZ(dst, src *float32, ld, k int)

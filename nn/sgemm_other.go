@@ -133,3 +133,7 @@ func tanhZ(y, x *float32, n int, c *float64) { panic("nn: tanhZ without the asse
 var tanhConsts [21]float64
 
 const haveTanhZ = false
+
+func packTransposedZ(dst, src *float32, ld, k int) {
+	panic("nn: packTransposedZ without the assembly kernel")
+}

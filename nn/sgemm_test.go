@@ -403,3 +403,51 @@ func TestSgemmBias(t *testing.T) {
 		}
 	}
 }
+
+// TestPackB checks B's packed panels against their definition,
+// op(b)[p, j] at panel[(j/16)·kb·16 + p·16 + j%16] and zeros past n, for
+// transposed and untransposed B, depths across the 16-row register
+// transposes, partial panels, and (where AVX-512 runs) with and without
+// it.
+func TestPackB(t *testing.T) {
+	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, z := range []bool{false, haveSgemmZ} {
+		haveSgemmZ = z
+		for _, tB := range []bool{false, true} {
+			for _, kb := range []int{1, 15, 16, 17, 33, 64, 100} {
+				for _, n := range []int{7, 16, 20, 64} {
+					p0 := 3
+					k := p0 + kb + 2
+					rows, cols := k, n
+					if tB {
+						rows, cols = n, k
+					}
+					ldb := cols + 5
+					b := randSlice(rng, rows*ldb)
+					panels := (n + sgemmNR - 1) / sgemmNR
+					bp := make([]float32, panels*kb*sgemmNR)
+					for i := range bp {
+						bp[i] = float32(math.NaN())
+					}
+					packB(bp, tB, b, ldb, p0, kb, n)
+					for j := range panels * sgemmNR {
+						for p := range kb {
+							want := float32(0)
+							if j < n {
+								if tB {
+									want = b[j*ldb+p0+p]
+								} else {
+									want = b[(p0+p)*ldb+j]
+								}
+							}
+							if got := bp[(j/sgemmNR)*kb*sgemmNR+p*sgemmNR+j%sgemmNR]; math.Float32bits(got) != math.Float32bits(want) {
+								t.Fatalf("avx512=%v tB=%v kb=%d n=%d: op(b)[%d, %d] packed as %v, want %v", z, tB, kb, n, p, j, got, want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
