@@ -95,5 +95,9 @@
 // buffers are zeroed by the first operation that adds to them, or not at
 // all when that operation overwrites them; the package's tests fill both
 // with NaN first, so that an operation that reads an unwritten element
-// fails its checks.
+// fails its checks. [Tape.Backward] keeps a gradient for every result, for
+// inspection; a training step calls [Tape.BackwardLeaves], which lends
+// intermediate results buffers from a free list only while the backward
+// pass needs them, so that a step over a large graph touches about half
+// the memory.
 package nn
