@@ -205,14 +205,12 @@ type OfflineConfig struct {
 	MaxWeight float64 `json:"awr_max_weight"`
 	VFCoef    float64 `json:"vf_coef"`
 	Seed      uint64  `json:"seed"`
-	// Tau is IQL's expectile (method "iql").
-	Tau float64 `json:"iql_tau"`
 }
 
 // DefaultOfflineConfig: 10 epochs of minibatches of 256 at lr 1e-3, AWR
 // with β 1 on normalised advantages and weights capped at 20.
 func DefaultOfflineConfig() OfflineConfig {
-	return OfflineConfig{Method: "bc", Lambda: 1, Epochs: 10, Minibatch: 256, LR: 1e-3, Beta: 1, MaxWeight: 20, VFCoef: 0.5, Seed: 1, Tau: 0.7}
+	return OfflineConfig{Method: "bc", Lambda: 1, Epochs: 10, Minibatch: 256, LR: 1e-3, Beta: 1, MaxWeight: 20, VFCoef: 0.5, Seed: 1}
 }
 
 // OfflineStats is one epoch's log line.
@@ -226,7 +224,7 @@ type OfflineStats struct {
 
 // TrainOffline fits pol to data and returns one line per epoch.
 func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineStats, error) {
-	if cfg.Method != "bc" && cfg.Method != "awr" && cfg.Method != "iql" {
+	if cfg.Method != "bc" && cfg.Method != "awr" {
 		return nil, fmt.Errorf("offline: method %q, want bc or awr", cfg.Method)
 	}
 	if cfg.Epochs < 1 || cfg.Minibatch < 1 || !(cfg.LR > 0) || !(cfg.Beta > 0) || !(cfg.MaxWeight >= 1) || !(cfg.Lambda >= 0 && cfg.Lambda <= 1) {
@@ -260,12 +258,6 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		target = make([]float32, n)
 	}
 	wT, rT := nn.Zeros[float32](0), nn.Zeros[float32](0)
-	if cfg.Method == "iql" {
-		if err := fitIQL(pol, data, cfg, adv); err != nil {
-			return nil, err
-		}
-		weights(w, adv, cfg)
-	}
 	var out []OfflineStats
 	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
 		st := OfflineStats{Epoch: epoch}
@@ -291,7 +283,17 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		st.Agreement = float64(agree) / float64(n)
 		if cfg.Method == "awr" {
 			data.advantages(adv, target, vals, cfg.Lambda)
-			weights(w, adv, cfg)
+			var m, ss float64
+			for _, a := range adv {
+				m += float64(a)
+				ss += float64(a) * float64(a)
+			}
+			m /= float64(n)
+			sd := math.Sqrt(max(0, ss/float64(n)-m*m)) + 1e-8
+			for i := range w {
+				a := (float64(adv[i]) - m) / sd
+				w[i] = float32(min(cfg.MaxWeight, math.Exp(a/cfg.Beta)))
+			}
 		}
 		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
 		batches := 0
@@ -324,109 +326,4 @@ func TrainOffline(pol *Policy, data *OfflineData, cfg OfflineConfig) ([]OfflineS
 		out = append(out, st)
 	}
 	return out, nil
-}
-
-// weights sets AWR's weights exp(A/β) on the normalised advantages,
-// capped at cfg.MaxWeight.
-func weights(w, adv []float32, cfg OfflineConfig) {
-	n := len(adv)
-	var m, ss float64
-	for _, a := range adv {
-		m += float64(a)
-		ss += float64(a) * float64(a)
-	}
-	m /= float64(n)
-	sd := math.Sqrt(max(0, ss/float64(n)-m*m)) + 1e-8
-	for i := range w {
-		a := (float64(adv[i]) - m) / sd
-		w[i] = float32(min(cfg.MaxWeight, math.Exp(a/cfg.Beta)))
-	}
-}
-
-// fitIQL fits a critic with implicit Q-learning (Kostrikov et al. 2021)
-// and writes the advantages Q(s, a) - V(s) of the recorded placements into
-// adv. The critic is a second network of the policy's shape: its
-// candidate scores are Q(s, candidate), its value head V(s). Q regresses
-// on r + γV(s') (V from the start of each epoch), V on the expectile τ of
-// Q(s, a) over the recorded actions: an upper expectile approximates the
-// best action the data supports in a state, without querying actions the
-// data does not hold.
-func fitIQL(pol *Policy, data *OfflineData, cfg OfflineConfig, adv []float32) error {
-	if !(cfg.Tau > 0 && cfg.Tau < 1) {
-		return fmt.Errorf("offline: IQL expectile %g out of (0, 1)", cfg.Tau)
-	}
-	q, err := NewPolicy(pol.Cfg, cfg.Seed+0x9e37)
-	if err != nil {
-		return err
-	}
-	n, K := data.Len(), data.S.K
-	rng := rand.New(rand.NewPCG(cfg.Seed, 0x69716c))
-	opt := nn.NewAdam(q.ps, cfg.LR)
-	opt.Eps = 1e-5
-	tp := nn.NewTape[float32]()
-	qa, v := make([]float32, n), make([]float32, n)
-	snapshot := func() {
-		for s := 0; s < n; s += evalChunk {
-			e := min(n, s+evalChunk)
-			idx := make([]int, 0, e-s)
-			for i := s; i < e; i++ {
-				idx = append(idx, i)
-			}
-			tp.Reset()
-			o := q.forward(tp, &data.S, idx, true)
-			for b, i := range idx {
-				qa[i] = o.node.Data[b*K+data.S.Choice[i]]
-				v[i] = o.value.Data[b]
-			}
-		}
-	}
-	perm := make([]int, n)
-	for i := range perm {
-		perm[i] = i
-	}
-	target := make([]float32, n)
-	oneHot, tT, qT, eW := nn.Zeros[float32](0), nn.Zeros[float32](0), nn.Zeros[float32](0), nn.Zeros[float32](0)
-	for epoch := 1; epoch <= cfg.Epochs; epoch++ {
-		snapshot()
-		for i := range target {
-			target[i] = data.Reward[i]
-			if !data.Last[i] {
-				target[i] += float32(data.Gamma) * v[i+1]
-			}
-		}
-		rng.Shuffle(n, func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		for s := 0; s < n; s += cfg.Minibatch {
-			mb := perm[s:min(n, s+cfg.Minibatch)]
-			B := len(mb)
-			tp.Reset()
-			q.ps.ZeroGrad()
-			o := q.forward(tp, &data.S, mb, true)
-			oneHot.Resize(B, K)
-			clear(oneHot.Data)
-			eW.Resize(B)
-			for b, i := range mb {
-				oneHot.Data[b*K+data.S.Choice[i]] = 1
-				// The expectile's asymmetric weight, from the sign of
-				// Q(s, a) - V(s) under the current V.
-				eW.Data[b] = float32(cfg.Tau)
-				if qa[i] < o.value.Data[b] {
-					eW.Data[b] = float32(1 - cfg.Tau)
-				}
-			}
-			tT, qT = fill(tT, target, mb), fill(qT, qa, mb)
-			qsel := tp.Sum(tp.Mul(o.node, oneHot), 1)
-			ql := tp.MSE(qsel, tT)
-			d := tp.Sub(qT, o.value)
-			vl := tp.MeanAll(tp.Mul(eW, tp.Mul(d, d)))
-			tp.BackwardLeaves(tp.Add(ql, vl))
-			if norm := q.ps.ClipGradNorm(40); !math.IsNaN(norm) && !math.IsInf(norm, 0) {
-				opt.Step()
-			}
-		}
-	}
-	snapshot()
-	for i := range adv {
-		adv[i] = qa[i] - v[i]
-	}
-	return nil
 }

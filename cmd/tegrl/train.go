@@ -62,7 +62,6 @@ type trainFlags struct {
 	offEpochs  int
 	awrBeta    float64
 	awrLambda  float64
-	iqlTau     float64
 	init       string
 	replicas   bool
 	jsonOut    bool
@@ -146,7 +145,6 @@ Presets:
 	fl.StringVar(&f.offRef, "offline-ref", "", "built-in scheduler run beside each recording: rewards become relative to its accrual (\"\": raw rewards)")
 	fl.Float64Var(&f.awrBeta, "awr-beta", 1, "AWR temperature β on normalised advantages (smaller: greedier)")
 	fl.Float64Var(&f.awrLambda, "awr-lambda", 1, "AWR's TD(λ) for advantages and value targets: 1 uses the Monte Carlo returns, less bootstraps from the value function")
-	fl.Float64Var(&f.iqlTau, "iql-tau", 0.7, "IQL's expectile (--offline-method iql)")
 	fl.StringVar(&f.init, "init", "", "start from this policy (a policy file or train output folder of the same shape), e.g. an offline one")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
 	return cmd
@@ -425,7 +423,7 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 		return err
 	}
 	ocfg := rl.DefaultOfflineConfig()
-	ocfg.Method, ocfg.Epochs, ocfg.Seed, ocfg.Beta, ocfg.Lambda, ocfg.Tau = f.offMethod, f.offEpochs, cfg.Seed, f.awrBeta, f.awrLambda, f.iqlTau
+	ocfg.Method, ocfg.Epochs, ocfg.Seed, ocfg.Beta, ocfg.Lambda = f.offMethod, f.offEpochs, cfg.Seed, f.awrBeta, f.awrLambda
 	if f.lr > 0 {
 		ocfg.LR = f.lr
 	}
