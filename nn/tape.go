@@ -166,11 +166,11 @@ func (tp *Tape[T]) Backward(loss *Tensor[T]) {
 // operation produced. An intermediate result gets a gradient buffer when
 // the first operation that consumes it is differentiated, and gives it
 // back to the tape once its own producing operation has been, so a buffer
-// serves several results in one pass. The pass then touches a fraction of
-// the memory that Backward does, which keeps a training step of a large
-// graph in cache (on the 1,200-machine GNN encoder: 11.6 MB of gradients
-// in Backward). Afterwards intermediate results have no Grad. Gradients
-// and their bits are those of Backward.
+// serves several results in one pass. On the 1,200-machine GNN encoder
+// the gradients take 20 buffers and 4.7 MB instead of Backward's 87 and
+// 11.6 MB, which with the forward pass's 13.2 MB of results keeps more of
+// a training step in cache. Afterwards intermediate results have no Grad.
+// Gradients and their bits are those of Backward.
 func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) {
 	if len(loss.Data) != 1 {
 		panic(fmt.Sprintf("nn: BackwardLeaves: loss has shape %v, want one element", loss.Shape))
