@@ -730,3 +730,22 @@ func TestSumAllExact(t *testing.T) {
 		}
 	}
 }
+
+// TestBackwardLeavesLeafLoss: a loss that no operation produced (a
+// parameter, or a tape input) gets the gradient 1 from both backward
+// passes, with or without a buffer beforehand.
+func TestBackwardLeavesLeafLoss(t *testing.T) {
+	for _, leaves := range []bool{false, true} {
+		tp := NewTape[float64]()
+		w := NewTensor([]float64{2}, 1)
+		w.RequiresGrad = true
+		if leaves {
+			tp.BackwardLeaves(w)
+		} else {
+			tp.Backward(w)
+		}
+		if len(w.Grad) != 1 || w.Grad[0] != 1 {
+			t.Errorf("leaves=%v: gradient %v, want [1]", leaves, w.Grad)
+		}
+	}
+}

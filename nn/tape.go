@@ -207,6 +207,9 @@ func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) {
 			}
 		}
 	}
+	if loss.recycled == gradOwn {
+		ensureGrad(loss) // a leaf as the loss
+	}
 	tp.lendGrad(loss)
 	gradOf(loss)[0]++
 	for i := len(tp.nodes) - 1; i >= 0; i-- {
