@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 )
@@ -87,15 +88,28 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 	return s
 }
 
-// TestSgemmParallel runs a product above sgemmParallelMin, which splits its
-// rows between goroutines, against the same product on one goroutine.
+// TestSgemmParallel runs products above sgemmParallelMin, whose rows are
+// split between goroutines, against the float64 triple loop, and checks
+// which shapes split.
 func TestSgemmParallel(t *testing.T) {
 	if !haveSgemmKernel {
 		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
 	}
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, s := range []struct{ m, n, k, workers int }{
+		{1031, 130, 300, 2}, {613, 64, 1000, 2}, {32768, 64, 64, 2},
+		{1200, 64, 64, 1},  // the GNN encoder's products at 1,200 machines
+		{64, 64, 16384, 1}, // a weight gradient: 64 rows
+		{300, 512, 512, 1}, // above sgemmParallelMin, but under twice sgemmParallelRows rows
+		{8191, 64, 64, 1},  // just under sgemmParallelMin
+	} {
+		if got := sgemmWorkers(s.m, s.n, s.k); got != s.workers {
+			t.Errorf("m=%d n=%d k=%d: %d goroutines, want %d", s.m, s.n, s.k, got, s.workers)
+		}
+	}
 	rng := rand.New(rand.NewPCG(8, 8))
-	checkSgemm(t, rng, "parallel", 203, 130, 300, false, true, 1)
-	checkSgemm(t, rng, "parallel-tA", 97, 64, 1000, true, false, 0)
+	checkSgemm(t, rng, "parallel", 1031, 130, 300, false, true, 1)
+	checkSgemm(t, rng, "parallel-tA", 613, 64, 1000, true, false, 0)
 }
 
 // TestAxpy checks axpy, whose float32 form runs the AVX kernel on multiples
