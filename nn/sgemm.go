@@ -31,12 +31,12 @@ const sgemmStrideMax = 512
 // sgemmParallelMin is the smallest m·n·k for which sgemm splits the rows
 // between goroutines, and sgemmParallelRows the fewest rows a goroutine
 // takes: below them starting a goroutine and waking an idle core cost
-// more than the split saves. On two cores (2026-12-01), 1200×64·64×64
-// took 49 µs alone and 74 µs split, the GNN encoder's forward pass at
-// 1,200 machines 2.0 ms and 3.5 ms, 256×256·256×256 169 and 203 µs, a
-// weight gradient 64×16384·16384×64 0.69 and 1.09 ms (64 rows split
-// in two, each half reading all of B), while 32768×64·64×64 went from
-// 1.43 to 0.87 ms.
+// more than the split saves. With the earlier bound of 2^18 and any
+// number of rows, on two cores (2026-12-01), the GNN encoder's forward
+// pass at 1,200 machines (products of 1-8 M multiply-adds) took 3.5 ms
+// against 2.4 ms unsplit, and a weight gradient 64×1200·1200×64 (64
+// rows split in two, each half reading all of B) 82 µs against 50 µs;
+// see docs/PERFORMANCE.md.
 const (
 	sgemmParallelMin  = 1 << 25
 	sgemmParallelRows = 256
