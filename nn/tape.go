@@ -120,46 +120,7 @@ func (tp *Tape[T]) record(n node[T]) {
 // tape owns are overwritten; gradients of parameters (tensors not owned by
 // the tape) are added to, so callers zero them between steps (see
 // [Params.ZeroGrad]).
-func (tp *Tape[T]) Backward(loss *Tensor[T]) {
-	if len(loss.Data) != 1 {
-		panic(fmt.Sprintf("nn: Backward: loss has shape %v, want one element", loss.Shape))
-	}
-	if !loss.RequiresGrad {
-		return
-	}
-	for _, t := range tp.pool[:tp.used] {
-		if t.RequiresGrad {
-			if cap(t.Grad) < len(t.Data) {
-				t.Grad = make([]T, len(t.Data))
-			}
-			t.Grad = t.Grad[:len(t.Data)]
-			t.gradStale = true
-			if poisonRaw {
-				for i := range t.Grad {
-					t.Grad[i] = T(math.NaN())
-				}
-			}
-		}
-	}
-	for i := range tp.nodes {
-		n := &tp.nodes[i]
-		ensureGrad(n.a)
-		ensureGrad(n.b)
-		ensureGrad(n.c)
-	}
-	ensureGrad(loss)
-	gradOf(loss)[0]++
-	for i := len(tp.nodes) - 1; i >= 0; i-- {
-		n := &tp.nodes[i]
-		if n.out.gradStale {
-			continue // nothing reached this output: its gradient is zero
-		}
-		tp.backward(n)
-	}
-	for _, t := range tp.pool[:tp.used] {
-		gradOf(t) // outputs nothing used still get their zero gradient
-	}
-}
+func (tp *Tape[T]) Backward(loss *Tensor[T]) { tp.backwardPass("Backward", loss, false) }
 
 // BackwardLeaves is [Tape.Backward] for a caller that needs only the
 // gradients of leaves: parameters, and tape tensors that no recorded
@@ -171,22 +132,29 @@ func (tp *Tape[T]) Backward(loss *Tensor[T]) {
 // 11.6 MB, which with the forward pass's 13.2 MB of results keeps more of
 // a training step in cache. Afterwards intermediate results have no Grad.
 // Gradients and their bits are those of Backward.
-func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) {
+func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) { tp.backwardPass("BackwardLeaves", loss, true) }
+
+// backwardPass is Backward, and with leaves BackwardLeaves (op names the
+// caller in a panic). Without leaves every tensor keeps its own buffer
+// (gradOwn throughout), so the lending below does nothing.
+func (tp *Tape[T]) backwardPass(op string, loss *Tensor[T], leaves bool) {
 	if len(loss.Data) != 1 {
-		panic(fmt.Sprintf("nn: BackwardLeaves: loss has shape %v, want one element", loss.Shape))
+		panic(fmt.Sprintf("nn: %s: loss has shape %v, want one element", op, loss.Shape))
 	}
 	if !loss.RequiresGrad {
 		return
 	}
-	// Intermediates wait for a lent buffer; every other tape tensor keeps
-	// its own, as in Backward. An intermediate's last use is its first
-	// recording in tape order (sums of terms record one node per term).
-	for i := range tp.nodes {
-		n := &tp.nodes[i]
-		n.release = n.out.recycled == gradOwn
-		if n.release {
-			n.out.recycled = gradRecycle
-			n.out.gradStale = true
+	if leaves {
+		// Intermediates wait for a lent buffer; every other tape tensor
+		// keeps its own. An intermediate's last use is its first
+		// recording in tape order (sums of terms record one node per term).
+		for i := range tp.nodes {
+			n := &tp.nodes[i]
+			n.release = n.out.recycled == gradOwn
+			if n.release {
+				n.out.recycled = gradRecycle
+				n.out.gradStale = true
+			}
 		}
 	}
 	for _, t := range tp.pool[:tp.used] {
@@ -214,19 +182,20 @@ func (tp *Tape[T]) BackwardLeaves(loss *Tensor[T]) {
 	gradOf(loss)[0]++
 	for i := len(tp.nodes) - 1; i >= 0; i-- {
 		n := &tp.nodes[i]
+		// An output nothing reached has a zero gradient: skip its record.
 		if n.out.recycled != gradRecycle && !n.out.gradStale {
 			tp.lendGrad(n.a)
 			tp.lendGrad(n.b)
 			tp.lendGrad(n.c)
 			tp.backward(n)
 		}
-		if n.release {
+		if leaves && n.release {
 			tp.returnGrad(n.out)
 		}
 	}
 	for _, t := range tp.pool[:tp.used] {
 		if t.recycled == gradOwn {
-			gradOf(t) // leaves nothing reached still get their zero gradient
+			gradOf(t) // tensors nothing reached still get their zero gradient
 		}
 	}
 }
