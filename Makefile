@@ -13,9 +13,12 @@ all: vet test build
 build:
 	$(GO) build -o $(BIN) ./cmd/tegrl
 
-## test: fast tests with the race detector (-short; under 10 minutes on 2 cores)
+## test: fast tests with the race detector (-short; under 10 minutes on 2 cores),
+## then the numeric packages again in the purego build, whose Go loops stand
+## in for the assembly kernels on other CPUs
 test:
 	$(GO) test -race -short -timeout 9m ./...
+	$(GO) test -short -tags purego ./nn ./gnn
 
 ## check-long: all tests without -short, then the exhaustive kernel checks
 ## (every float32 input; without the race detector, which only slows them),

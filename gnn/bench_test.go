@@ -69,7 +69,8 @@ func reportPerNode(b *testing.B, g *Graph) {
 }
 
 // benchPasses runs pass (the encoder's forward or forward+backward pass
-// over g) once to warm the buffers, then b.N times, and reports per node.
+// over g) once to warm the buffers, then b.N times, and reports per node
+// and the products' FLOPs per pass.
 func benchPasses(b *testing.B, g *Graph, backward bool) {
 	be := newBenchEncoder(b, g)
 	pass := func() { be.forward() }
@@ -82,6 +83,9 @@ func benchPasses(b *testing.B, g *Graph, backward bool) {
 		pass()
 	}
 	reportPerNode(b, g)
+	// The pass's products in FLOPs: over nn's BenchmarkFMAPeak, the least
+	// time they can take on one core.
+	b.ReportMetric(2*float64(be.tp.MulAdds())/1e6, "MFLOP/op")
 }
 
 func BenchmarkEncoderForward(b *testing.B) {

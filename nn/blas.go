@@ -43,11 +43,32 @@ func gemm[T Float](s *sgemmScratch, transA, transB bool, m, n, k int, alpha T, a
 			s.sgemm(transA, transB, m, n, k, as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
 			return
 		}
+		if alpha == 1 && m < 4 && n > gonumSerialCols && useSgemm(n, 1, k) {
+			// Too few rows for the kernel, and enough columns that gonum
+			// would start a goroutine per 64 of them (a layer's input
+			// gradient for one row, as the GNN readout's). Each row of C
+			// is a column of Cᵀ = op(B)ᵀ·op(A)ᵀ, which the kernel computes
+			// as n rows of one column; a one-column C of stride 1 is the
+			// row itself.
+			for i := 0; i < m; i++ {
+				ai, ldai := a[i:], lda // row i of op(A), k long: a column of A
+				if !transA {
+					ai, ldai = a[i*lda:], 1
+				}
+				s.sgemm(!transB, false, n, 1, k, as32(b), ldb, as32(ai), ldai, float32(beta), as32(c[i*ldc:]), 1)
+			}
+			return
+		}
 		blas32.Implementation().Sgemm(tA, tB, m, n, k, float32(alpha), as32(a), lda, as32(b), ldb, float32(beta), as32(c), ldc)
 		return
 	}
 	blas64.Implementation().Dgemm(tA, tB, m, n, k, float64(alpha), as64(a), lda, as64(b), ldb, float64(beta), as64(c), ldc)
 }
+
+// gonumSerialCols is the most columns gonum's Sgemm multiplies in one
+// goroutine when C has at most 64 rows: from 4 blocks of 64 it starts a
+// goroutine per block (gonum/blas/gonum: blockSize, minParBlock).
+const gonumSerialCols = 3 * 64
 
 // as32 and as64 reinterpret a slice of a Float type as its underlying basic
 // type; the caller has checked the element size.
@@ -84,10 +105,15 @@ const shortDot = 32
 type gemmScratch[T Float] struct {
 	a, b []T
 	sg   sgemmScratch
+
+	// mulAdds counts the multiply-adds of every product since the tape's
+	// last Reset (Tape.MulAdds).
+	mulAdds int64
 }
 
 // gemm is [gemm] with operands rewritten to the A·Bᵀ form when nativeBLAS.
 func (s *gemmScratch[T]) gemm(transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	s.mulAdds += int64(m) * int64(n) * int64(k)
 	// sgemm's packing handles every layout at the same speed.
 	kernel := unsafe.Sizeof(alpha) == 4 && alpha == 1 && useSgemm(m, n, k)
 	if nativeBLAS && !kernel && m*n*k >= transposeMin {
@@ -132,6 +158,7 @@ func (s *gemmScratch[T]) product(m, n, k int, x, w, bias []T, acc, relu bool, c 
 		if acc {
 			beta = 1
 		}
+		s.mulAdds += int64(m) * int64(n) * int64(k)
 		s.sg.sgemmBias(false, false, m, n, k, as32(x), k, as32(w), n, beta, as32(bias), relu, as32(c), n)
 		return
 	}

@@ -83,6 +83,7 @@ func (tp *Tape[T]) conv1D(x, w, bias *Tensor[T], k int, same bool, act Activatio
 		// (t < pad or t ≥ tin − pad) read a neighbour's steps there, so
 		// they are computed again from copied, zero-padded rows, and
 		// overwritten.
+		tp.scratch.mulAdds += int64(inner) * int64(cout) * int64(kc)
 		tp.scratch.sg.sgemmBias(false, false, inner, cout, kc, as32(x.Data), cin, as32(w.Data), cout, 0, as32(b), relu, as32(out.Data[pad*cout:]), cout)
 		if pad > 0 {
 			// Edge row i is step t of sequence bb: the first pad steps and

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 func near(t *testing.T, what string, got []float64, want ...float64) {
@@ -747,5 +748,50 @@ func TestBackwardLeavesLeafLoss(t *testing.T) {
 		if len(w.Grad) != 1 || w.Grad[0] != 1 {
 			t.Errorf("leaves=%v: gradient %v, want [1]", leaves, w.Grad)
 		}
+	}
+}
+
+// TestTapeMulAdds: a tape counts its products' multiply-adds, forward and
+// backward, in both precisions and on every path a product takes (the
+// packed kernel, the BLAS, a convolution's rows read in place), and Reset
+// starts the count again.
+func TestTapeMulAdds(t *testing.T) {
+	t.Run("float32", func(t *testing.T) { testTapeMulAdds[float32](t) })
+	t.Run("float64", func(t *testing.T) { testTapeMulAdds[float64](t) })
+}
+
+func testTapeMulAdds[T Float](t *testing.T) {
+	tp := NewTape[T]()
+	check := func(step string, want int64) {
+		t.Helper()
+		if got := tp.MulAdds(); got != want {
+			t.Fatalf("%s: %d multiply-adds counted, want %d", step, got, want)
+		}
+	}
+	for _, s := range []struct{ m, k, n int }{{3, 4, 5}, {300, 64, 64}} {
+		tp.Reset()
+		check("after Reset", 0)
+		a, b := NewParam[T](s.m, s.k), NewParam[T](s.k, s.n)
+		y := tp.MatMul(a, b, false, false)
+		mn := int64(s.m * s.k * s.n)
+		check("MatMul", mn)
+		x2, w2 := NewParam[T](s.m, 2), NewParam[T](2, s.n)
+		z := tp.SumTerms(ActReLU, nil, Term[T]{X: y}, Term[T]{X: x2, W: w2})
+		check("SumTerms", mn+int64(s.m*2*s.n))
+		tp.Backward(tp.SumAll(z))
+		// each product's backward pass: one for each operand's gradient
+		check("Backward", 3*mn+3*int64(s.m*2*s.n))
+	}
+	for _, n := range []int{2, 200} {
+		tp.Reset()
+		x, w := NewParam[T](n, 12, 3), NewParam[T](3*3, 4)
+		tp.Conv1D(x, w, 3, true)
+		rows := n * 12
+		if inner := rows - 2; unsafe.Sizeof(x.Data[0]) == 4 && convInPlace && useSgemm(inner, 4, 9) {
+			// Read in place, the product runs over every row but the first
+			// and last, then the 2n rows that reach into a padding again.
+			rows = inner + 2*n
+		}
+		check("Conv1D", int64(rows*4*9))
 	}
 }

@@ -256,3 +256,8 @@ var tanhConsts = [...]float64{
 //
 //go:noescape
 func packTransposedZ(dst, src *float32, ld, k int)
+
+// fmaPeakZ runs n rounds of 12 register-only 16-lane FMAs
+// (sgemm_amd64.s): BenchmarkFMAPeak's measure of the core's ceiling, which
+// says how close the product kernels run to it.
+func fmaPeakZ(n int)

@@ -600,3 +600,19 @@ func TestTanhZ(t *testing.T) {
 		t.Error(b)
 	}
 }
+
+// BenchmarkFMAPeak measures the core's float32 arithmetic ceiling: FMAs
+// from registers to registers, 384 FLOP a round, no memory access. No
+// product can run faster, so GFLOP/s here, against a product's, is that
+// product's efficiency, and FLOPs over it the least time a model's
+// products can take on one core (docs/PERFORMANCE.md).
+func BenchmarkFMAPeak(b *testing.B) {
+	if !haveAVX512 {
+		b.Skip("no AVX-512")
+	}
+	const rounds = 1 << 16
+	for i := 0; i < b.N; i++ {
+		fmaPeakZ(rounds)
+	}
+	b.ReportMetric(float64(b.N)*rounds*12*16*2/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+}

@@ -9,8 +9,11 @@ const (
 	haveAVX2        = false
 	haveAVX512      = false
 	haveSgemmKernel = false
-	haveSgemmZ      = false
 )
+
+// haveSgemmZ is a variable, as on amd64, so that tests can turn it off
+// and back in every build.
+var haveSgemmZ = false
 
 func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool) {
 	panic("nn: sgemmKernel6x16 without the assembly kernel")

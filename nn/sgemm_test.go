@@ -34,6 +34,18 @@ func TestSgemm(t *testing.T) {
 
 func checkSgemm(t *testing.T, rng *rand.Rand, name string, m, n, k int, tA, tB bool, beta float32) {
 	t.Helper()
+	var s sgemmScratch
+	checkProduct(t, rng, name, m, n, k, tA, tB, beta, func(a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		s.sgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+	})
+}
+
+// checkProduct runs mul, which must compute c = op(a)·op(b) + beta·c, on
+// random operands with strides wider than their rows, and checks c against
+// the float64 triple loop.
+func checkProduct(t *testing.T, rng *rand.Rand, name string, m, n, k int, tA, tB bool, beta float32,
+	mul func(a []float32, lda int, b []float32, ldb int, c []float32, ldc int)) {
+	t.Helper()
 	ar, ac := m, k
 	if tA {
 		ar, ac = k, m
@@ -70,8 +82,7 @@ func checkSgemm(t *testing.T, rng *rand.Rand, name string, m, n, k int, tA, tB b
 			want[i*ldc+j] = sum + float64(beta)*float64(c[i*ldc+j])
 		}
 	}
-	var s sgemmScratch
-	s.sgemm(tA, tB, m, n, k, a, lda, b, ldb, beta, c, ldc)
+	mul(a, lda, b, ldb, c, ldc)
 	tol := 1e-5 * math.Sqrt(float64(k))
 	for i := range c {
 		if d := math.Abs(float64(c[i]) - want[i]); d > tol*(1+math.Abs(want[i])) {
@@ -86,6 +97,42 @@ func randSlice(rng *rand.Rand, n int) []float32 {
 		s[i] = float32(rng.NormFloat64())
 	}
 	return s
+}
+
+// TestGemmFewRows: float32 products of 1-3 rows and more columns than
+// gonum's Sgemm multiplies in one goroutine go to the kernel, one row of C
+// at a time as a column of Cᵀ: right in every layout, and without
+// allocating (gonum's goroutines did).
+func TestGemmFewRows(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("no AVX2/FMA kernel in this build or on this CPU")
+	}
+	rng := rand.New(rand.NewPCG(8, 8))
+	var s sgemmScratch
+	for _, m := range []int{1, 2, 3} {
+		for _, n := range []int{gonumSerialCols + 1, 386} {
+			for _, k := range []int{1, 17, 64} {
+				for _, tA := range []bool{false, true} {
+					for _, tB := range []bool{false, true} {
+						for _, beta := range []float32{0, 1, 0.5} {
+							name := fmt.Sprintf("m=%d/n=%d/k=%d/tA=%v/tB=%v/beta=%v", m, n, k, tA, tB, beta)
+							var allocs float64
+							checkProduct(t, rng, name, m, n, k, tA, tB, beta, func(a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+								c0 := slices.Clone(c)
+								allocs = testing.AllocsPerRun(1, func() { // runs twice: from c0 each time
+									copy(c, c0)
+									gemm(&s, tA, tB, m, n, k, 1, a, lda, b, ldb, beta, c, ldc)
+								})
+							})
+							if allocs != 0 {
+								t.Fatalf("%s: %v allocations", name, allocs)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
 }
 
 // TestSgemmParallel runs products above sgemmParallelMin, whose rows are
@@ -424,6 +471,9 @@ func TestSgemmBias(t *testing.T) {
 // transposes, partial panels, and (where AVX-512 runs) with and without
 // it.
 func TestPackB(t *testing.T) {
+	if !haveSgemmKernel {
+		t.Skip("B is packed for the assembly kernels alone; none in this build or on this CPU")
+	}
 	defer func(h bool) { haveSgemmZ = h }(haveSgemmZ)
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, z := range []bool{false, haveSgemmZ} {

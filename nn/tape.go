@@ -39,7 +39,14 @@ func (tp *Tape[T]) Reset() {
 	tp.used = 0
 	tp.usedInts = 0
 	tp.usedInt32s = 0
+	tp.scratch.mulAdds = 0
 }
+
+// MulAdds returns the multiply-adds of the matrix products (MatMul,
+// SumTerms, Conv1D and their gradients) run since the last Reset: twice
+// it is the products' FLOPs, which over a core's peak FLOP rate is the
+// least time they can take (BenchmarkFMAPeak).
+func (tp *Tape[T]) MulAdds() int64 { return tp.scratch.mulAdds }
 
 // Len returns the number of recorded operations.
 func (tp *Tape[T]) Len() int { return len(tp.nodes) }
