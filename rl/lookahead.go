@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
@@ -32,6 +33,14 @@ type LookaheadConfig struct {
 	// Workers runs a decision's rollouts on this many goroutines (<= 1:
 	// one); the result does not depend on it.
 	Workers int
+	// Support, when positive, tries only the base's choice and the
+	// candidates to which the governor's placement distribution, the
+	// langevin scheduler's p ∝ exp(-E/T) over the candidate set, gives at
+	// least this probability; the others' values are +Inf. It bounds what
+	// a learner that may only re-weight the actions in a langevin-like
+	// behaviour's logs could gain, knowing the future. 0 tries every
+	// candidate.
+	Support float64
 }
 
 // LookaheadResult is one Lookahead run.
@@ -71,8 +80,8 @@ type LookaheadResult struct {
 // the episode's length).
 func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.SimConfig, cfg LookaheadConfig) (LookaheadResult, error) {
 	var res LookaheadResult
-	if cfg.Base == nil || cfg.Every < 1 || cfg.Candidates < 2 {
-		return res, fmt.Errorf("lookahead: config needs a base, every >= 1 and candidates >= 2")
+	if cfg.Base == nil || cfg.Every < 1 || cfg.Candidates < 2 || !(cfg.Support >= 0 && cfg.Support <= 1) {
+		return res, fmt.Errorf("lookahead: config needs a base, every >= 1, candidates >= 2 and support in [0, 1]")
 	}
 	base, err := env.NewSim(c, w, cfg.Base(), sim)
 	if err != nil {
@@ -92,7 +101,8 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 	crng := rand.New(rand.NewPCG(cfg.Seed, 0x6c6f6f6b61686561)) // "lookahea"
 
 	var taken []int // the main run's decisions so far
-	var values []float64
+	var values, energy []float64
+	var try []bool
 	rollout := func(choice int) (float64, error) {
 		rs, err := env.NewSim(c, w, &replayed{base: cfg.Base(), prefix: taken, next: choice}, sim)
 		if err != nil {
@@ -101,13 +111,21 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 		rs.Run()
 		return rs.Accrued().Slowdown, nil
 	}
-	// rollAll sets values[k] to the rollout of candidate k, on up to
-	// cfg.Workers goroutines: the rollouts share only read-only inputs.
+	// rollAll sets values[k] to the rollout of candidate k where try[k]
+	// (+Inf elsewhere), on up to cfg.Workers goroutines: the rollouts
+	// share only read-only inputs.
 	rollAll := func(nodes []int32) error {
 		values = resize(values, len(nodes))
-		res.Rollouts += len(nodes)
+		for k := range nodes {
+			if try[k] {
+				res.Rollouts++
+			}
+		}
 		return report.ForEach(ctx, len(nodes), max(cfg.Workers, 1), func(k int) (err error) {
-			values[k], err = rollout(int(nodes[k]))
+			values[k] = math.Inf(1)
+			if try[k] {
+				values[k], err = rollout(int(nodes[k]))
+			}
 			return err
 		})
 	}
@@ -130,8 +148,11 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 		if !ok || smp.Valid[0] < 2 {
 			return
 		}
-		res.Evaluated++
 		nodes := smp.Nodes[:smp.Valid[0]]
+		if try, failed = supported(obs, nodes, a.Node, cfg.Support, try, &energy); failed != nil {
+			return
+		}
+		res.Evaluated++
 		if err := rollAll(nodes); err != nil {
 			failed = err
 			return
@@ -168,6 +189,45 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 	res.LookaheadAccrued = ms.Accrued().Slowdown
 	res.Decisions = len(taken)
 	return res, nil
+}
+
+// supported sets try[k] for the candidates a lookahead with the given
+// support tries: all of them when support is 0, else the base's choice
+// and those whose probability under softmax(-E/T) of the governor's
+// energies over the candidates is at least support.
+func supported(obs *env.Observation, nodes []int32, chosen int, support float64, try []bool, energy *[]float64) ([]bool, error) {
+	try = resize(try, len(nodes))
+	if support == 0 {
+		for k := range try {
+			try[k] = true
+		}
+		return try, nil
+	}
+	v := obs.TEG
+	if v == nil || v.Field == nil {
+		return try, fmt.Errorf("support %g needs the TEG governor's field", support)
+	}
+	e := resize(*energy, len(nodes))
+	*energy = e
+	for k, m := range nodes {
+		e[k] = v.Energy(obs.Job, &obs.Req, int(m))
+	}
+	best, t, z := slices.Min(e), v.Temperature(), 0.0
+	for k := range e {
+		switch {
+		case t > 0:
+			e[k] = math.Exp(-(e[k] - best) / t)
+		case e[k] == best: // zero temperature: the least energy only
+			e[k] = 1
+		default:
+			e[k] = 0
+		}
+		z += e[k]
+	}
+	for k, m := range nodes {
+		try[k] = int(m) == chosen || e[k]/z >= support
+	}
+	return try, nil
 }
 
 // replayed runs base, but takes prefix's machine at the decisions it

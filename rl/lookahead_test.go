@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"math"
 	"reflect"
 	"slices"
 	"testing"
@@ -99,5 +100,62 @@ func TestLookahead(t *testing.T) {
 	cancel()
 	if _, err := Lookahead(ctx, c, w, sim, LookaheadConfig{Base: func() env.Scheduler { return &env.BestFit{} }, Every: 1, Candidates: 8}); err == nil {
 		t.Error("a cancelled context was not reported")
+	}
+}
+
+// TestLookaheadSupport checks the support filter exactly: each evaluated
+// decision rolls out the base's choice and the candidates whose
+// probability under langevin's Boltzmann distribution over the candidate
+// set reaches the support, and only those.
+func TestLookaheadSupport(t *testing.T) {
+	c, w, err := SyntheticSource(96, 1.1, 7200)(102)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sim := env.SimConfig{Seed: 102, Duration: 3600}
+	const support = 0.05
+	var skipped, tried int
+	cfg := LookaheadConfig{Base: func() env.Scheduler { return &env.Langevin{} }, Every: 3, Candidates: 8, Seed: 1, Support: support,
+		Visit: func(obs *env.Observation, s *Samples, a env.Action, values []float64) {
+			n := int(s.Valid[0])
+			e := make([]float64, n)
+			for k := range e {
+				e[k] = obs.TEG.Energy(obs.Job, &obs.Req, int(s.Nodes[k]))
+			}
+			best, z := slices.Min(e), 0.0
+			for k := range e {
+				e[k] = math.Exp(-(e[k] - best) / obs.TEG.Temperature())
+				z += e[k]
+			}
+			for k := range e {
+				want := int(s.Nodes[k]) == a.Node || e[k]/z >= support
+				if got := !math.IsInf(values[k], 1); got != want {
+					t.Fatalf("candidate %d (p %.4g, base's choice %v): rolled out %v, want %v", s.Nodes[k], e[k]/z, int(s.Nodes[k]) == a.Node, got, want)
+				}
+				if want {
+					tried++
+				} else {
+					skipped++
+				}
+			}
+		}}
+	res, err := Lookahead(context.Background(), c, w, sim, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("support %g: %d candidates rolled out, %d skipped; changed %d of %d; accrued slowdown %.3f -> %.3f",
+		support, tried, skipped, res.Changed, res.Evaluated, res.BaseAccrued, res.LookaheadAccrued)
+	if skipped == 0 || tried <= res.Evaluated || res.Rollouts != tried {
+		t.Errorf("%d rolled out (rollouts %d), %d skipped over %d decisions: the filter is not exercised both ways", tried, res.Rollouts, skipped, res.Evaluated)
+	}
+	if res.LookaheadAccrued > res.BaseAccrued {
+		t.Errorf("lookahead %v worse than the base %v", res.LookaheadAccrued, res.BaseAccrued)
+	}
+	for _, bad := range []float64{-0.1, 1.5, math.NaN()} {
+		cfg := cfg
+		cfg.Support, cfg.Visit = bad, nil
+		if _, err := Lookahead(context.Background(), c, w, sim, cfg); err == nil {
+			t.Errorf("support %v accepted", bad)
+		}
 	}
 }

@@ -38,6 +38,7 @@ func newLookaheadCmd(a *app) *cobra.Command {
 		every      int
 		candidates int
 		workers    int
+		support    float64
 		jsonOut    bool
 	)
 	cmd := &cobra.Command{
@@ -57,13 +58,19 @@ It is a measurement, not a scheduler: it knows the workload's future, and
 its cost is quadratic in the episode's length (one simulation per candidate
 per decision, from the start): a 96-machine, two-hour episode at 90% load
 takes 10-15 minutes of one core; --every N evaluates every N-th decision
-only. Seeds run in parallel (--workers).`,
+only. Seeds run in parallel (--workers).
+
+--support P tries only the base's choice and the candidates to which the
+governor's placement distribution (langevin's: p ∝ exp(-E/T) over the
+candidates) gives probability P or more: what a learner that can only
+re-weight the actions in langevin's logs could gain, knowing the future.`,
 		Example: `  tegrl lookahead --base langevin --machines 96 --load 0.9 --duration 2h --seeds 101-103
-  tegrl lookahead --base kube --machines 96 --load 1.1 --duration 1h --seeds 201 --every 20 --json`,
+  tegrl lookahead --base kube --machines 96 --load 1.1 --duration 1h --seeds 201 --every 20 --json
+  tegrl lookahead --base langevin --machines 96 --load 1.1 --duration 1h --seeds 201-206 --support 0.001`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if every < 1 || candidates < 2 {
-				return fmt.Errorf("--every must be >= 1 and --candidates >= 2")
+			if every < 1 || candidates < 2 || !(support >= 0 && support <= 1) {
+				return fmt.Errorf("--every must be >= 1, --candidates >= 2 and --support in [0, 1]")
 			}
 			mk, err := schedulerFactory(base)
 			if err != nil {
@@ -76,12 +83,12 @@ only. Seeds run in parallel (--workers).`,
 			if workers <= 0 {
 				workers = runtime.GOMAXPROCS(0)
 			}
-			rows, err := runLookahead(cmd.Context(), f, mk, ss, every, candidates, workers)
+			rows, err := runLookahead(cmd.Context(), f, mk, ss, rl.LookaheadConfig{Every: every, Candidates: candidates, Support: support}, workers)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
-				return printJSON(a.stdout, map[string]any{"base": base, "every": every, "candidates": candidates, "seeds": rows})
+				return printJSON(a.stdout, map[string]any{"base": base, "every": every, "candidates": candidates, "support": support, "seeds": rows})
 			}
 			tw := tabwriter.NewWriter(a.stdout, 2, 0, 2, ' ', tabwriter.AlignRight)
 			fmt.Fprintf(tw, "seed\tdecisions\tevaluated\tchanged\t%s slowdown\tlookahead slowdown\tdiff\taccrued %s\taccrued lookahead\tdiff\t\n", base, base)
@@ -105,7 +112,8 @@ only. Seeds run in parallel (--workers).`,
 	fl.IntVar(&every, "every", 1, "evaluate every n-th decision (the others follow the base)")
 	fl.IntVar(&candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
 	fl.IntVar(&workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
-	fl.BoolVar(&jsonOut, "json", false, "print one JSON object (base, every, candidates, seeds: one object per seed)")
+	fl.Float64Var(&support, "support", 0, "try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)")
+	fl.BoolVar(&jsonOut, "json", false, "print one JSON object (base, every, candidates, support, seeds: one object per seed)")
 	fl.IntVar(&f.machines, "machines", 96, "machines of the synthetic cluster")
 	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
 	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic, alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
@@ -118,9 +126,9 @@ only. Seeds run in parallel (--workers).`,
 	return cmd
 }
 
-// runLookahead runs rl.Lookahead on each seed, workers at a time, in seed
-// order in the result.
-func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, seeds []uint64, every, candidates, workers int) ([]lookaheadSeed, error) {
+// runLookahead runs rl.Lookahead with la's Every, Candidates and Support
+// on each seed, workers at a time, in seed order in the result.
+func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, seeds []uint64, la rl.LookaheadConfig, workers int) ([]lookaheadSeed, error) {
 	rows := make([]lookaheadSeed, len(seeds))
 	// Seeds in parallel first; the workers left over run each seed's
 	// rollouts in parallel.
@@ -133,7 +141,9 @@ func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, see
 		if err != nil {
 			return err
 		}
-		res, err := rl.Lookahead(ctx, c, w, cfg, rl.LookaheadConfig{Base: mk, Every: every, Candidates: candidates, Seed: seeds[i], Workers: rollWorkers})
+		lc := la
+		lc.Base, lc.Seed, lc.Workers = mk, seeds[i], rollWorkers
+		res, err := rl.Lookahead(ctx, c, w, cfg, lc)
 		if err != nil {
 			return fmt.Errorf("seed %d: %w", seeds[i], err)
 		}

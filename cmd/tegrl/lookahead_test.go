@@ -48,7 +48,7 @@ func TestLookaheadCommand(t *testing.T) {
 	if err != nil || again != out {
 		t.Errorf("a second run printed other bytes (err %v)", err)
 	}
-	for _, bad := range [][]string{{"--every", "0"}, {"--candidates", "1"}, {"--base", "nope"}, {"--seeds", "x"}} {
+	for _, bad := range [][]string{{"--every", "0"}, {"--candidates", "1"}, {"--support", "1.5"}, {"--support", "-1"}, {"--base", "nope"}, {"--seeds", "x"}} {
 		if _, _, err := run(t, append([]string{"lookahead", "--duration", "60", "--log-level", "warn"}, bad...)...); err == nil {
 			t.Errorf("lookahead %v: no error", bad)
 		}

@@ -1,0 +1,169 @@
+package env
+
+import (
+	"math"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+)
+
+// supportProbe decides exactly as Langevin does (same candidates, same
+// energies, same Boltzmann draw from the same stream, so the run is
+// langevin's) and measures, per decision with two or more candidates, how
+// langevin's placement distribution p_L = softmax(-E/T) compares with p_0,
+// the same governor's without the energy's fragmentation term: what
+// langevin's logs can teach an offline learner about placements that
+// ignore fragmentation (docs/rl.md, "Why langevin's logs cannot be improved
+// on offline").
+type supportProbe struct {
+	Langevin
+	e0, pl, p0 []float64
+	st         [2]supportStats // [0]: jobs without GPUs, [1]: with GPUs
+}
+
+type supportStats struct {
+	decisions int     // with 2+ candidates
+	entropy   float64 // Σ entropy of p_L, nats
+	tv        float64 // Σ total variation distance between p_L and p_0
+	differ    int     // decisions whose argmin of E_0 is not the argmin of E
+	unlogged  int     // ... where p_L gives that machine less than 1e-3
+	logRatio  float64 // Σ over those that differ of log(p_0/p_L) at E_0's argmin
+}
+
+func (p *supportProbe) Decide(obs *Observation, rng *rand.Rand) Action {
+	v := obs.TEG
+	if v == nil || v.Field == nil {
+		return Wait
+	}
+	r := &obs.Req
+	f := v.sim.visibleField()
+	p.cand = v.candidates(obs.Job, r, v.Config.PlaceCandidates, rng, p.cand[:0])
+	p.e, p.e0 = p.e[:0], p.e0[:0]
+	for _, c := range p.cand {
+		e := v.energy(f, obs.Job, r, c)
+		p.e = append(p.e, e)
+		if wf := v.Config.Weights.Frag; wf > 0 && v.sim.c.Machines[c].GPUs > 0 && v.sim.state.Target != nil {
+			e -= wf * v.sim.fragAdded(&v.sim.jobs[obs.Job.ID], r, c) / MilliGPU
+		}
+		p.e0 = append(p.e0, e)
+	}
+	a := Wait
+	a.Affinity = v.Config.Affinity
+	if len(p.cand) == 0 {
+		return a
+	}
+	t := v.Temperature()
+	a.Node = p.cand[boltzmann(p.e, t, rng)]
+	if len(p.cand) < 2 {
+		return a
+	}
+	st := &p.st[0]
+	if r.GPUs > 0 {
+		st = &p.st[1]
+	}
+	p.pl, p.p0 = boltzmannProbs(p.e, t, p.pl), boltzmannProbs(p.e0, t, p.p0)
+	st.decisions++
+	for i, q := range p.pl {
+		if q > 0 {
+			st.entropy -= q * math.Log(q)
+		}
+		st.tv += math.Abs(q-p.p0[i]) / 2
+	}
+	if m0 := argminF(p.e0); m0 != argminF(p.e) {
+		st.differ++
+		if p.pl[m0] < 1e-3 {
+			st.unlogged++
+		}
+		st.logRatio += math.Log(p.p0[m0]) - math.Log(max(p.pl[m0], math.SmallestNonzeroFloat64))
+	}
+	return a
+}
+
+// boltzmannProbs is the distribution boltzmann draws from.
+func boltzmannProbs(e []float64, t float64, dst []float64) []float64 {
+	dst = dst[:0]
+	best, z := e[argminF(e)], 0.0
+	for _, x := range e {
+		w := math.Exp(-(x - best) / t)
+		dst = append(dst, w)
+		z += w
+	}
+	for i := range dst {
+		dst[i] /= z
+	}
+	return dst
+}
+
+func argminF(e []float64) int {
+	b := 0
+	for i := range e {
+		if e[i] < e[b] {
+			b = i
+		}
+	}
+	return b
+}
+
+// TestLangevinLogSupport pins down why offline learning from langevin's
+// logs cannot find the placements that beat it on mean slowdown (docs/rl.md):
+// without the fragmentation term the governor places GPU jobs elsewhere in
+// most decisions, yet langevin gives those machines almost no probability,
+// so its logs hardly ever contain them; where langevin does randomise
+// (jobs without GPUs), its choices spread over several machines. The run
+// is langevin's own: its metrics equal Langevin's.
+func TestLangevinLogSupport(t *testing.T) {
+	var tot [2]supportStats
+	for seed := uint64(3001); seed <= 3010; seed++ {
+		c, err := NewSyntheticCluster(96, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wc := DefaultWorkload
+		wc.Load, wc.Horizon = 1.1, 3600
+		w, err := NewSyntheticWorkload(c, wc, seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &supportProbe{}
+		cfg := SimConfig{Seed: seed, Duration: 3600}
+		ps, err := NewSim(c, w, p, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls, err := NewSim(c, w, &Langevin{}, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pm, lm := ps.Run(), ls.Run(); !reflect.DeepEqual(pm, lm) {
+			t.Fatalf("seed %d: the probe's run differs from langevin's: %+v vs %+v", seed, pm, lm)
+		}
+		for g := range tot {
+			s, d := p.st[g], &tot[g]
+			d.decisions += s.decisions
+			d.entropy += s.entropy
+			d.tv += s.tv
+			d.differ += s.differ
+			d.unlogged += s.unlogged
+			d.logRatio += s.logRatio
+		}
+	}
+	for g, name := range []string{"jobs without GPUs", "GPU jobs"} {
+		s := tot[g]
+		n, d := float64(s.decisions), float64(max(1, s.differ))
+		t.Logf("%s: %d decisions; langevin's entropy %.3f nats, TV(p_L, p_0) %.3f; E_0's choice differs in %.1f%%, and p_L < 1e-3 on it in %.1f%% of those (mean log p_0/p_L %.0f)",
+			name, s.decisions, s.entropy/n, s.tv/n, 100*float64(s.differ)/n, 100*float64(s.unlogged)/d, s.logRatio/d)
+	}
+	cpu, gpu := tot[0], tot[1]
+	if cpu.decisions < 1000 || gpu.decisions < 500 {
+		t.Fatalf("too few decisions to measure: %d without GPUs, %d with", cpu.decisions, gpu.decisions)
+	}
+	if h := cpu.entropy / float64(cpu.decisions); h < 0.7 {
+		t.Errorf("jobs without GPUs: langevin's mean entropy %.3f nats, want >= 0.7 (it randomises there)", h)
+	}
+	if f := float64(gpu.differ) / float64(gpu.decisions); f < 0.5 {
+		t.Errorf("GPU jobs: the fragmentation term changes the likeliest machine in %.2f of decisions, want >= 0.5", f)
+	}
+	if f := float64(gpu.unlogged) / float64(gpu.differ); f < 0.9 {
+		t.Errorf("GPU jobs: p_L < 1e-3 on the fragmentation-free choice in %.2f of the decisions where it differs, want >= 0.9", f)
+	}
+}
