@@ -207,17 +207,20 @@ feed:
 }
 
 // sweepColumns are the metrics shown per grid point besides the objective.
+// Slowdown has three decimals: it sits near 1, where a hundredth is a
+// percent.
 var sweepColumns = []struct {
-	name string
-	f    func(env.Metrics) float64
+	name   string
+	digits int
+	f      func(env.Metrics) float64
 }{
-	{"SLA viol %", func(m env.Metrics) float64 { return 100 * m.SLAViolationRate }},
-	{"mean wait s", func(m env.Metrics) float64 { return m.MeanWaitS }},
-	{"slowdown", func(m env.Metrics) float64 { return m.MeanSlowdown }},
-	{"GPU util %", func(m env.Metrics) float64 { return 100 * m.UtilGPU }},
-	{"GPU frag %", func(m env.Metrics) float64 { return 100 * m.GPUFragRate }},
-	{"energy kWh", func(m env.Metrics) float64 { return m.EnergyKWh }},
-	{"migrations", func(m env.Metrics) float64 { return float64(m.Migrations) }},
+	{"SLA viol %", 2, func(m env.Metrics) float64 { return 100 * m.SLAViolationRate }},
+	{"mean wait s", 2, func(m env.Metrics) float64 { return m.MeanWaitS }},
+	{"slowdown", 3, func(m env.Metrics) float64 { return m.MeanSlowdown }},
+	{"GPU util %", 2, func(m env.Metrics) float64 { return 100 * m.UtilGPU }},
+	{"GPU frag %", 2, func(m env.Metrics) float64 { return 100 * m.GPUFragRate }},
+	{"energy kWh", 2, func(m env.Metrics) float64 { return m.EnergyKWh }},
+	{"migrations", 2, func(m env.Metrics) float64 { return float64(m.Migrations) }},
 }
 
 // WriteSweep writes the ranked grid as a text table (markdown false) or a
@@ -244,7 +247,7 @@ func WriteSweep(w io.Writer, grid []SweepParam, points []SweepPoint, top int, ma
 		row = append(row, fmt.Sprintf("%.4f ± %.4f", m, s))
 		for _, c := range sweepColumns {
 			mean, _ := p.metric(c.f)
-			row = append(row, strconv.FormatFloat(mean, 'f', 2, 64))
+			row = append(row, strconv.FormatFloat(mean, 'f', c.digits, 64))
 		}
 		rows = append(rows, row)
 	}
