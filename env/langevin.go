@@ -367,6 +367,41 @@ func containsInt(xs []int, x int) bool {
 	return false
 }
 
+// PlacementProbs writes into dst, resized, the distribution the langevin
+// scheduler draws a placement from among candidates of energies e at
+// temperature t: p_i ∝ exp(-(e_i - min e)/t), and at t <= 0 all of it on
+// the first least energy, as its draw takes it. It is what an offline
+// learner can expect langevin's logs to hold of each candidate. dst may
+// be e itself.
+func PlacementProbs(e []float64, t float64, dst []float64) []float64 {
+	dst = dst[:0]
+	if len(e) == 0 {
+		return dst
+	}
+	best := 0
+	for i := range e {
+		if e[i] < e[best] {
+			best = i
+		}
+	}
+	eb, z := e[best], 0.0
+	for i := range e {
+		w := 0.0
+		switch {
+		case t > 0:
+			w = math.Exp(-(e[i] - eb) / t)
+		case i == best:
+			w = 1
+		}
+		dst = append(dst, w)
+		z += w
+	}
+	for i := range dst {
+		dst[i] /= z
+	}
+	return dst
+}
+
 // boltzmann samples index i with probability ∝ exp(-e_i/T); at T = 0 it
 // returns the lowest energy (first on ties).
 func boltzmann(e []float64, t float64, rng *rand.Rand) int {

@@ -61,7 +61,7 @@ func (p *supportProbe) Decide(obs *Observation, rng *rand.Rand) Action {
 	if r.GPUs > 0 {
 		st = &p.st[1]
 	}
-	p.pl, p.p0 = boltzmannProbs(p.e, t, p.pl), boltzmannProbs(p.e0, t, p.p0)
+	p.pl, p.p0 = PlacementProbs(p.e, t, p.pl), PlacementProbs(p.e0, t, p.p0)
 	st.decisions++
 	for i, q := range p.pl {
 		if q > 0 {
@@ -77,21 +77,6 @@ func (p *supportProbe) Decide(obs *Observation, rng *rand.Rand) Action {
 		st.logRatio += math.Log(p.p0[m0]) - math.Log(max(p.pl[m0], math.SmallestNonzeroFloat64))
 	}
 	return a
-}
-
-// boltzmannProbs is the distribution boltzmann draws from.
-func boltzmannProbs(e []float64, t float64, dst []float64) []float64 {
-	dst = dst[:0]
-	best, z := e[argminF(e)], 0.0
-	for _, x := range e {
-		w := math.Exp(-(x - best) / t)
-		dst = append(dst, w)
-		z += w
-	}
-	for i := range dst {
-		dst[i] /= z
-	}
-	return dst
 }
 
 func argminF(e []float64) int {
@@ -165,5 +150,46 @@ func TestLangevinLogSupport(t *testing.T) {
 	}
 	if f := float64(gpu.unlogged) / float64(gpu.differ); f < 0.9 {
 		t.Errorf("GPU jobs: p_L < 1e-3 on the fragmentation-free choice in %.2f of the decisions where it differs, want >= 0.9", f)
+	}
+}
+
+// TestPlacementProbs checks the distribution by hand and against the
+// draws langevin makes from it.
+func TestPlacementProbs(t *testing.T) {
+	const T = 0.5
+	e := []float64{1 + T*math.Ln2, 1, 1 + 2*T*math.Ln2, 1}
+	// Weights 1/2, 1, 1/4, 1: total 11/4.
+	want := []float64{2.0 / 11, 4.0 / 11, 1.0 / 11, 4.0 / 11}
+	got := PlacementProbs(e, T, nil)
+	for i := range want {
+		if math.Abs(got[i]-want[i]) > 1e-15 {
+			t.Fatalf("p = %v, want %v", got, want)
+		}
+	}
+	// In place, with the least energy after the first candidate.
+	if in := PlacementProbs(append([]float64(nil), e...), T, nil); !reflect.DeepEqual(in, got) {
+		t.Fatalf("reference %v", in)
+	}
+	alias := append([]float64(nil), e...)
+	if in := PlacementProbs(alias, T, alias); !reflect.DeepEqual(in, got) {
+		t.Errorf("in place: p = %v, want %v", in, got)
+	}
+	if got := PlacementProbs(e, 0, got); !reflect.DeepEqual(got, []float64{0, 1, 0, 0}) {
+		t.Errorf("T 0: p = %v, want all on the first least energy", got)
+	}
+	if got := PlacementProbs(nil, T, got); len(got) != 0 {
+		t.Errorf("no candidates: p = %v", got)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 200000
+	var count [4]int
+	for range n {
+		count[boltzmann(e, T, rng)]++
+	}
+	for i, c := range count {
+		// Four standard deviations of a binomial count.
+		if sd := math.Sqrt(n * want[i] * (1 - want[i])); math.Abs(float64(c)-n*want[i]) > 4*sd {
+			t.Errorf("candidate %d drawn %d times in %d, want %.0f ± %.0f", i, c, n, n*want[i], 4*sd)
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
@@ -193,8 +192,8 @@ func Lookahead(ctx context.Context, c *env.Cluster, w *env.Workload, sim env.Sim
 
 // supported sets try[k] for the candidates a lookahead with the given
 // support tries: all of them when support is 0, else the base's choice
-// and those whose probability under softmax(-E/T) of the governor's
-// energies over the candidates is at least support.
+// and those to which env.PlacementProbs of the governor's energies over
+// the candidates gives at least support.
 func supported(obs *env.Observation, nodes []int32, chosen int, support float64, try []bool, energy *[]float64) ([]bool, error) {
 	try = resize(try, len(nodes))
 	if support == 0 {
@@ -212,20 +211,9 @@ func supported(obs *env.Observation, nodes []int32, chosen int, support float64,
 	for k, m := range nodes {
 		e[k] = v.Energy(obs.Job, &obs.Req, int(m))
 	}
-	best, t, z := slices.Min(e), v.Temperature(), 0.0
-	for k := range e {
-		switch {
-		case t > 0:
-			e[k] = math.Exp(-(e[k] - best) / t)
-		case e[k] == best: // zero temperature: the least energy only
-			e[k] = 1
-		default:
-			e[k] = 0
-		}
-		z += e[k]
-	}
+	e = env.PlacementProbs(e, v.Temperature(), e)
 	for k, m := range nodes {
-		try[k] = int(m) == chosen || e[k]/z >= support
+		try[k] = int(m) == chosen || e[k] >= support
 	}
 	return try, nil
 }
