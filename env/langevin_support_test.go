@@ -7,14 +7,12 @@ import (
 	"testing"
 )
 
-// supportProbe decides exactly as Langevin does (same candidates, same
-// energies, same Boltzmann draw from the same stream, so the run is
-// langevin's) and measures, per decision with two or more candidates, how
-// langevin's placement distribution p_L = softmax(-E/T) compares with p_0,
-// the same governor's without the energy's fragmentation term: what
-// langevin's logs can teach an offline learner about placements that
-// ignore fragmentation (docs/rl.md, "Why langevin's logs cannot be improved
-// on offline").
+// supportProbe lets Langevin decide (so the run is langevin's) and then
+// measures, per decision with two or more candidates, how langevin's
+// placement distribution p_L = softmax(-E/T) over its candidates compares
+// with p_0, the same governor's without the energy's fragmentation term:
+// what langevin's logs can teach an offline learner about placements that
+// ignore fragmentation (docs/rl.md, "What langevin's logs hold").
 type supportProbe struct {
 	Langevin
 	e0, pl, p0 []float64
@@ -31,32 +29,20 @@ type supportStats struct {
 }
 
 func (p *supportProbe) Decide(obs *Observation, rng *rand.Rand) Action {
-	v := obs.TEG
-	if v == nil || v.Field == nil {
-		return Wait
+	a := p.Langevin.Decide(obs, rng) // leaves its candidates and their energies in p.cand, p.e
+	if a.Node < 0 || len(p.cand) < 2 {
+		return a
 	}
-	r := &obs.Req
-	f := v.sim.visibleField()
-	p.cand = v.candidates(obs.Job, r, v.Config.PlaceCandidates, rng, p.cand[:0])
-	p.e, p.e0 = p.e[:0], p.e0[:0]
-	for _, c := range p.cand {
-		e := v.energy(f, obs.Job, r, c)
-		p.e = append(p.e, e)
+	v, r := obs.TEG, &obs.Req
+	p.e0 = p.e0[:0]
+	for k, c := range p.cand {
+		e := p.e[k]
 		if wf := v.Config.Weights.Frag; wf > 0 && v.sim.c.Machines[c].GPUs > 0 && v.sim.state.Target != nil {
 			e -= wf * v.sim.fragAdded(&v.sim.jobs[obs.Job.ID], r, c) / MilliGPU
 		}
 		p.e0 = append(p.e0, e)
 	}
-	a := Wait
-	a.Affinity = v.Config.Affinity
-	if len(p.cand) == 0 {
-		return a
-	}
 	t := v.Temperature()
-	a.Node = p.cand[boltzmann(p.e, t, rng)]
-	if len(p.cand) < 2 {
-		return a
-	}
 	st := &p.st[0]
 	if r.GPUs > 0 {
 		st = &p.st[1]
