@@ -777,6 +777,9 @@ func (t *Tensors) rebuild(s *Sim) {
 	n, g := len(c.Machines), c.TotalGPUs()
 	t.cluster, t.sim, t.fresh, t.histOK, t.jobsOK = c, nil, false, false, false
 	t.Machines, t.GPUs = n, g
+	// The mask entries a sparse refresh set index the old cluster: the
+	// next refresh clears the whole mask instead.
+	t.sparse, t.sparseSet, t.maskWide = false, t.sparseSet[:0], true
 	t.Machine = obsGrow(t.Machine, n*MachineFeatures)
 	t.GPU = obsGrow(t.GPU, g*GPUFeatures)
 	t.Mask = obsGrow(t.Mask, n)
