@@ -113,23 +113,25 @@ func (a *Actor) ID() uint32 { return a.cfg.ID }
 
 // PublishSegment sends one trajectory segment produced with policy version.
 // Frames carry the actor id and a sequence number that rises by one per
-// accepted publish. While disconnected, publishes are buffered (up to
-// DialConfig.ReconnectBufSize) and sent after the reconnect; beyond that
-// they fail. payload is not kept.
+// call, whether the publish succeeds or not: a segment that could not be
+// sent leaves a gap that the learner counts as lost
+// (LearnerStats.LostSegments) when the actor's next segment arrives. While
+// disconnected, publishes are buffered (up to DialConfig.ReconnectBufSize)
+// and sent after the reconnect; beyond that they fail. payload is not kept.
 func (a *Actor) PublishSegment(version uint64, payload []byte) error {
 	a.pubMu.Lock()
 	defer a.pubMu.Unlock()
+	a.seq++
 	var err error
-	a.buf, err = AppendFrame(a.buf[:0], Frame{Kind: KindSegment, RunID: a.c.run, Version: version, Actor: a.cfg.ID, Seq: a.seq + 1, Payload: payload})
+	a.buf, err = AppendFrame(a.buf[:0], Frame{Kind: KindSegment, RunID: a.c.run, Version: version, Actor: a.cfg.ID, Seq: a.seq, Payload: payload})
 	if err != nil {
 		a.publishErrors.Add(1)
-		return fmt.Errorf("transport: actor %d: segment %d: %w", a.cfg.ID, a.seq+1, err)
+		return fmt.Errorf("transport: actor %d: segment %d: %w", a.cfg.ID, a.seq, err)
 	}
 	if err := a.c.nc.Publish(a.c.sub.Traj, a.buf); err != nil {
 		a.publishErrors.Add(1)
-		return fmt.Errorf("transport: actor %d: publish segment %d (%d bytes) on %s: %w", a.cfg.ID, a.seq+1, len(payload), a.c.sub.Traj, err)
+		return fmt.Errorf("transport: actor %d: publish segment %d (%d bytes) on %s: %w", a.cfg.ID, a.seq, len(payload), a.c.sub.Traj, err)
 	}
-	a.seq++
 	a.published.Add(1)
 	a.publishedBytes.Add(uint64(len(payload)))
 	return nil

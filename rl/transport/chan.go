@@ -89,15 +89,14 @@ type ChanActor struct {
 	seq    uint64
 	closed bool
 
-	published, publishedBytes atomic.Uint64
+	published, publishedBytes, publishErrors atomic.Uint64
 }
 
 // PublishSegment copies payload into a segment frame for the learner
-// (dropped and counted there when its queue is full or it is stale).
+// (dropped and counted there when its queue is full or it is stale). As
+// over NATS, a segment refused here still takes its sequence number, so
+// that the learner counts it lost.
 func (a *ChanActor) PublishSegment(version uint64, payload []byte) error {
-	if len(payload) > MaxFramePayload {
-		return fmt.Errorf("transport: channel actor %d: segment %d: %w: %d bytes, limit %d", a.id, a.seq+1, ErrOversized, len(payload), MaxFramePayload)
-	}
 	a.mu.Lock()
 	if a.closed {
 		a.mu.Unlock()
@@ -106,6 +105,10 @@ func (a *ChanActor) PublishSegment(version uint64, payload []byte) error {
 	a.seq++
 	seq := a.seq
 	a.mu.Unlock()
+	if len(payload) > MaxFramePayload {
+		a.publishErrors.Add(1)
+		return fmt.Errorf("transport: channel actor %d: segment %d: %w: %d bytes, limit %d", a.id, seq, ErrOversized, len(payload), MaxFramePayload)
+	}
 	f := Frame{Kind: KindSegment, RunID: a.l.in.run, Version: version, Actor: a.id, Seq: seq, Payload: append([]byte(nil), payload...)}
 	a.l.in.received.Add(1)
 	a.l.in.accept(f)
@@ -138,7 +141,7 @@ func (a *ChanActor) LatestParams() (version uint64, payload []byte, ok bool) {
 // Stats returns the actor's counters.
 func (a *ChanActor) Stats() ActorStats {
 	v, _, _ := a.LatestParams()
-	return ActorStats{Actor: a.id, SegmentsPublished: a.published.Load(), SegmentBytes: a.publishedBytes.Load(), ParamsVersion: v}
+	return ActorStats{Actor: a.id, SegmentsPublished: a.published.Load(), SegmentBytes: a.publishedBytes.Load(), PublishErrors: a.publishErrors.Load(), ParamsVersion: v}
 }
 
 // Close makes later publishes fail with ErrClosed.
