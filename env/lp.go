@@ -1,0 +1,223 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// A small dense simplex for the allocation LPs of the round-based policies.
+//
+// Every LP the policies build has the form
+//
+//	maximise c1·x, then c2·x among the c1-optimal points, …
+//	subject to A x <= b, x >= 0, with b >= 0,
+//
+// so the origin is a feasible basis (all slacks basic) and no phase 1 is
+// needed. The policies collapse identical jobs into classes first, which
+// keeps the tableau at a few dozen rows for Gavel's workloads; at that size a
+// dense tableau with reused buffers beats gonum's general revised simplex
+// (optimize/convex/lp), which the tests keep as the oracle, by two orders of
+// magnitude (docs/gavel-policies.md).
+
+// errLPUnbounded reports an objective that grows without bound.
+var errLPUnbounded = errors.New("lp: objective is unbounded")
+
+// lpTol is the pivot and optimality tolerance. The LPs' coefficients are
+// normalised to O(1) by the policies, so an absolute tolerance serves.
+const lpTol = 1e-11
+
+// lpSolver solves LPs of the form above, reusing its buffers between calls.
+// The zero value is ready to use. It is not safe for concurrent use.
+type lpSolver struct {
+	m, n  int       // constraints, structural variables
+	w     int       // tableau row width: n + m + 1 (slacks, then the RHS)
+	tab   []float64 // m rows of width w
+	obj   []float64 // one row of width w per objective: reduced costs, value last
+	nobj  int
+	basis []int   // basis[r]: the column basic in row r
+	nz    []int32 // the pivot row's nonzero columns
+	x     []float64
+	// Pivots counts the pivots of the last solve (for benchmarks and tests).
+	pivots int
+}
+
+// solve maximises the objectives lexicographically subject to A x <= b,
+// x >= 0. a is row-major m×n, b has m entries (all >= 0), each objective n
+// entries. It returns x (owned by the solver, valid until the next call).
+func (s *lpSolver) solve(m, n int, a, b []float64, objs ...[]float64) ([]float64, error) {
+	if len(a) != m*n || len(b) != m {
+		return nil, fmt.Errorf("lp: shapes: a has %d entries for %d×%d, b %d", len(a), m, n, len(b))
+	}
+	if len(objs) == 0 {
+		return nil, errors.New("lp: no objective")
+	}
+	s.m, s.n, s.w, s.nobj = m, n, n+m+1, len(objs)
+	s.tab = lpGrow(s.tab, m*s.w)
+	s.obj = lpGrow(s.obj, s.nobj*s.w)
+	s.basis = lpGrowInt(s.basis, m)
+	s.x = lpGrow(s.x, n)
+	clear(s.tab)
+	clear(s.obj)
+	for r := range m {
+		if !(b[r] >= 0) || math.IsInf(b[r], 1) {
+			return nil, fmt.Errorf("lp: right-hand side %d is %v, want finite >= 0", r, b[r])
+		}
+		row := s.tab[r*s.w : (r+1)*s.w]
+		copy(row[:n], a[r*n:(r+1)*n])
+		row[n+r] = 1
+		row[s.w-1] = b[r]
+		s.basis[r] = n + r
+	}
+	for k, c := range objs {
+		if len(c) != n {
+			return nil, fmt.Errorf("lp: objective %d has %d entries, want %d", k, len(c), n)
+		}
+		z := s.obj[k*s.w : (k+1)*s.w]
+		for j, v := range c {
+			z[j] = -v
+		}
+	}
+	s.pivots = 0
+	for k := range s.nobj {
+		if err := s.optimise(k); err != nil {
+			return nil, err
+		}
+	}
+	clear(s.x)
+	for r, col := range s.basis {
+		if col < n {
+			v := s.tab[r*s.w+s.w-1]
+			if v < 0 {
+				v = 0 // round-off below the tolerance
+			}
+			s.x[col] = v
+		}
+	}
+	return s.x, nil
+}
+
+// optimise runs primal simplex on objective k, letting in only columns whose
+// reduced costs in the earlier objectives are zero, so their optima hold.
+// Entering: the most negative reduced cost (lowest index on ties); after a
+// run of degenerate pivots, Bland's rule (lowest eligible index) until the
+// objective moves again, which rules out cycling. Leaving: the minimum
+// ratio, lowest basic column on ties.
+func (s *lpSolver) optimise(k int) error {
+	z := s.obj[k*s.w : (k+1)*s.w]
+	limit := 50 * (s.m + s.n + 10)
+	degenerate := 0
+	for iter := 0; ; iter++ {
+		if iter > limit {
+			return fmt.Errorf("lp: no optimum after %d pivots (%d×%d)", iter, s.m, s.n)
+		}
+		bland := degenerate > s.m
+		enter := -1
+		best := -lpTol
+		for j := 0; j < s.w-1; j++ {
+			if z[j] >= best {
+				continue
+			}
+			if !s.eligible(k, j) {
+				continue
+			}
+			enter = j
+			if bland {
+				break
+			}
+			best = z[j]
+		}
+		if enter < 0 {
+			return nil
+		}
+		leave := -1
+		ratio := math.Inf(1)
+		for r := range s.m {
+			v := s.tab[r*s.w+enter]
+			if v <= lpTol {
+				continue
+			}
+			q := s.tab[r*s.w+s.w-1] / v
+			if q < ratio-1e-14 || (q <= ratio+1e-14 && leave >= 0 && s.basis[r] < s.basis[leave]) {
+				ratio, leave = q, r
+			}
+		}
+		if leave < 0 {
+			return errLPUnbounded
+		}
+		if ratio <= 1e-14 {
+			degenerate++
+		} else {
+			degenerate = 0
+		}
+		s.pivot(leave, enter)
+	}
+}
+
+// eligible reports whether column j may enter while optimising objective k:
+// every earlier objective must be indifferent to it.
+func (s *lpSolver) eligible(k, j int) bool {
+	for l := range k {
+		if math.Abs(s.obj[l*s.w+j]) > lpTol {
+			return false
+		}
+	}
+	return true
+}
+
+// pivot makes column enter basic in row leave. The pivot row is usually
+// sparse, so the elimination runs over its nonzero columns only.
+func (s *lpSolver) pivot(leave, enter int) {
+	s.pivots++
+	w := s.w
+	prow := s.tab[leave*w : (leave+1)*w]
+	inv := 1 / prow[enter]
+	s.nz = s.nz[:0]
+	for j := range prow {
+		if prow[j] != 0 {
+			prow[j] *= inv
+			s.nz = append(s.nz, int32(j))
+		}
+	}
+	prow[enter] = 1
+	for r := range s.m {
+		if r == leave {
+			continue
+		}
+		lpEliminate(s.tab[r*w:(r+1)*w], prow, s.nz, enter)
+	}
+	for k := range s.nobj {
+		lpEliminate(s.obj[k*w:(k+1)*w], prow, s.nz, enter)
+	}
+	s.basis[leave] = enter
+}
+
+// lpEliminate subtracts f·prow from row so that row[enter] becomes 0; nz
+// lists prow's nonzero columns.
+func lpEliminate(row, prow []float64, nz []int32, enter int) {
+	f := row[enter]
+	if f == 0 {
+		return
+	}
+	for _, j := range nz {
+		row[j] -= f * prow[j]
+	}
+	row[enter] = 0
+}
+
+// value returns objective k's optimal value after a solve.
+func (s *lpSolver) value(k int) float64 { return s.obj[k*s.w+s.w-1] }
+
+func lpGrow(b []float64, n int) []float64 {
+	if cap(b) < n {
+		return make([]float64, n)
+	}
+	return b[:n]
+}
+
+func lpGrowInt(b []int, n int) []int {
+	if cap(b) < n {
+		return make([]int, n)
+	}
+	return b[:n]
+}

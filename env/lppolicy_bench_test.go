@@ -1,0 +1,98 @@
+package env
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tegrl/tegrl/data"
+)
+
+// gavelRows reads the single-GPU rows (v100, p100, k80 steps/s) of Gavel's
+// bundled throughput table, sorted by job type.
+func gavelRows(tb testing.TB) [][]float64 {
+	tb.Helper()
+	raw, err := data.ReadFile("gavel/simulation_throughputs.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var table map[string]map[string]map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &table); err != nil {
+		tb.Fatal(err)
+	}
+	var keys []string
+	for k := range table["v100"] {
+		if strings.HasSuffix(k, ", 1)") {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	rows := make([][]float64, len(keys))
+	for i, k := range keys {
+		for _, w := range []string{"v100", "p100", "k80"} {
+			var v float64
+			if err := json.Unmarshal(table[w][k]["null"], &v); err != nil {
+				tb.Fatalf("%s %s: %v", w, k, err)
+			}
+			rows[i] = append(rows[i], v)
+		}
+	}
+	return rows
+}
+
+// gavelRound is a 36:36:36 cluster with n single-GPU jobs of uniformly
+// drawn Gavel job types, as in Gavel's continuous-single experiment.
+func gavelRound(tb testing.TB, n int, seed uint64) *RoundState {
+	rows := gavelRows(tb)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	s := &RoundState{Types: []string{"v100", "p100", "k80"}, Capacity: []int{36, 36, 36}}
+	for i := range n {
+		k := rng.IntN(len(rows))
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: k, Scale: 1, Priority: 1,
+			StepsTotal: 1e6, StepsLeft: 1 + rng.Float64()*1e6, Arrival: rng.Float64() * 3600})
+		s.Throughput = append(s.Throughput, rows[k]...)
+	}
+	s.Time = 3600
+	return s
+}
+
+func BenchmarkMaxMinPerf(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelRound(b, n, 1)
+			x := make([]float64, len(s.Throughput))
+			p := &MaxMinFairnessPerf{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(p.mm.lp.pivots), "pivots")
+		})
+	}
+}
+
+// BenchmarkMaxMinPerfGonum solves the same LP, one column per job and type,
+// with gonum's simplex: the cost the class collapse and the dense tableau
+// avoid.
+func BenchmarkMaxMinPerfGonum(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelRound(b, n, 1)
+			coef := perfCoef(s)
+			scale := make([]int, n)
+			for i := range scale {
+				scale[i] = 1
+			}
+			m, nv, a, bb, c := maxMinLP(coef, scale, s.Capacity)
+			b.ReportAllocs()
+			for b.Loop() {
+				gonumMaxLE(b, m, nv, a, bb, c)
+			}
+		})
+	}
+}
