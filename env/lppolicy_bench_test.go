@@ -96,3 +96,27 @@ func BenchmarkMaxMinPerfGonum(b *testing.B) {
 		})
 	}
 }
+
+func benchPolicy(b *testing.B, mk func() AllocationPolicy) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelRound(b, n, 1)
+			x := make([]float64, len(s.Throughput))
+			p := mk()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkMinTotalDurationPerf(b *testing.B) {
+	benchPolicy(b, func() AllocationPolicy { return &MinTotalDuration{Perf: true} })
+}
+
+func BenchmarkFinishTimeFairnessPerf(b *testing.B) {
+	benchPolicy(b, func() AllocationPolicy { return &FinishTimeFairness{Perf: true} })
+}
