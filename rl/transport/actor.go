@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -28,6 +29,11 @@ type ActorConfig struct {
 	FetchTimeout time.Duration
 	// Logger for failures; nil uses the connection's.
 	Logger *slog.Logger
+	// TrustKey, when set, is the learner's public key: parameters whose
+	// signature does not verify with it, or that are unsigned, are dropped
+	// and counted (ActorStats.ParamsBadSignature, ParamsUnsigned). nil
+	// takes parameters without checking signatures.
+	TrustKey ed25519.PublicKey
 }
 
 // Actor is the NATS actor side: it publishes segments and stats and keeps
@@ -60,6 +66,7 @@ type Actor struct {
 	published, publishedBytes, publishErrors atomic.Uint64
 	paramsReceived, paramsFetched            atomic.Uint64
 	paramsIgnored, paramsErrors              atomic.Uint64
+	paramsUnsigned, paramsBadSig             atomic.Uint64
 
 	closeOnce sync.Once
 }
@@ -72,6 +79,7 @@ type paramsSnap struct {
 type pendingPointer struct {
 	version uint64
 	ptr     ParamsPointer
+	env     Envelope // the pointer frame's, whose signature covers the parameters
 }
 
 // NewActor subscribes to the run's parameters, then fetches the latest ones
@@ -80,6 +88,9 @@ type pendingPointer struct {
 func NewActor(ctx context.Context, c *Conn, cfg ActorConfig) (*Actor, error) {
 	if cfg.FetchTimeout <= 0 {
 		cfg.FetchTimeout = 30 * time.Second
+	}
+	if cfg.TrustKey != nil && len(cfg.TrustKey) != ed25519.PublicKeySize {
+		return nil, fmt.Errorf("transport: actor %d: %w: trusted key of %d bytes, want %d", cfg.ID, ErrBadKey, len(cfg.TrustKey), ed25519.PublicKeySize)
 	}
 	a := &Actor{c: c, cfg: cfg, log: cfg.Logger, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if a.log == nil {
@@ -200,21 +211,40 @@ func (a *Actor) onParams(m *nats.Msg) {
 		a.paramsErrors.Add(1)
 		return
 	}
+	if f.Kind != KindParams && f.Kind != KindParamsPointer {
+		a.paramsErrors.Add(1)
+		return
+	}
+	env, err := DecodeEnvelope(f.Payload)
+	if err != nil {
+		a.paramsErrors.Add(1)
+		a.log.Debug("params message without a valid envelope dropped", "err", err)
+		return
+	}
 	switch f.Kind {
 	case KindParams:
+		if a.verify(f.Version, env.Body, &env) != nil {
+			return
+		}
 		// m.Data is this message's own buffer: keep it without a copy.
-		a.offer(f.Version, f.Payload)
+		a.offer(f.Version, env.Body)
 	case KindParamsPointer:
 		if held, ok := a.heldVersion(); ok && f.Version <= held {
 			a.paramsIgnored.Add(1)
 			return
 		}
-		ptr, err := DecodePointer(f.Payload)
+		ptr, err := DecodePointer(env.Body)
 		if err != nil {
 			a.paramsErrors.Add(1)
 			return
 		}
-		next := &pendingPointer{version: f.Version, ptr: ptr}
+		// The signature covers the parameters the pointer names, checked
+		// once they are fetched; an unsigned pointer is not worth a fetch.
+		if a.cfg.TrustKey != nil && !env.Signed() {
+			a.verify(f.Version, nil, &env)
+			return
+		}
+		next := &pendingPointer{version: f.Version, ptr: ptr, env: env}
 		for {
 			cur := a.pending.Load()
 			if cur != nil && cur.version >= next.version {
@@ -226,9 +256,26 @@ func (a *Actor) onParams(m *nats.Msg) {
 			}
 		}
 		a.signal()
-	default:
-		a.paramsErrors.Add(1)
 	}
+}
+
+// verify checks the signature of the parameters of version when the actor
+// holds a trusted key, and counts a failure.
+func (a *Actor) verify(version uint64, params []byte, env *Envelope) error {
+	if a.cfg.TrustKey == nil {
+		return nil
+	}
+	err := VerifyParams(a.cfg.TrustKey, a.c.run, version, params, env)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrUnsigned):
+		a.paramsUnsigned.Add(1)
+		a.log.Debug("unsigned parameters dropped", "version", version)
+	default:
+		a.paramsBadSig.Add(1)
+		a.log.Debug("parameters with a bad signature dropped", "version", version, "err", err)
+	}
+	return err
 }
 
 func (a *Actor) signal() {
@@ -260,7 +307,7 @@ func (a *Actor) fetcher() {
 				continue
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), a.cfg.FetchTimeout)
-			err := a.fetchObject(ctx, p.version, p.ptr)
+			err := a.fetchObject(ctx, p.version, p.ptr, &p.env)
 			cancel()
 			if err != nil {
 				a.log.Warn("fetching parameters from the object store failed", "version", p.version, "err", err)
@@ -270,8 +317,9 @@ func (a *Actor) fetcher() {
 }
 
 // fetchObject reads the parameters of version from the object store and
-// keeps them if their size and CRC-32C match ptr.
-func (a *Actor) fetchObject(ctx context.Context, version uint64, ptr ParamsPointer) error {
+// keeps them if their size and CRC-32C match ptr and, with a trusted key,
+// the signature of env verifies.
+func (a *Actor) fetchObject(ctx context.Context, version uint64, ptr ParamsPointer, env *Envelope) error {
 	a.fetchMu.Lock()
 	defer a.fetchMu.Unlock()
 	bucket, name := ParamsBucket(a.c.run), ObjectName(version)
@@ -291,6 +339,9 @@ func (a *Actor) fetchObject(ctx context.Context, version uint64, ptr ParamsPoint
 	if sum := Checksum(data); sum != ptr.Checksum {
 		a.paramsErrors.Add(1)
 		return fmt.Errorf("transport: actor %d: %s/%s: %w: CRC-32C %08x, pointer says %08x", a.cfg.ID, bucket, name, ErrBadChecksum, sum, ptr.Checksum)
+	}
+	if err := a.verify(version, data, env); err != nil {
+		return fmt.Errorf("transport: actor %d: %s/%s: %w", a.cfg.ID, bucket, name, err)
 	}
 	a.paramsFetched.Add(1)
 	a.offer(version, data)
@@ -336,24 +387,33 @@ func (a *Actor) FetchLatestParams(ctx context.Context) (version uint64, payload 
 	if err != nil {
 		return 0, nil, err
 	}
+	if f.Kind != KindParams && f.Kind != KindParamsPointer {
+		a.paramsErrors.Add(1)
+		return 0, nil, fmt.Errorf("transport: actor %d: latest parameters: %w: %s frame", a.cfg.ID, ErrUnknownKind, f.Kind)
+	}
+	env, err := DecodeEnvelope(f.Payload)
+	if err != nil {
+		a.paramsErrors.Add(1)
+		return 0, nil, fmt.Errorf("transport: actor %d: latest parameters: %w", a.cfg.ID, err)
+	}
 	switch f.Kind {
 	case KindParams:
+		if err := a.verify(f.Version, env.Body, &env); err != nil {
+			return 0, nil, fmt.Errorf("transport: actor %d: latest parameters: %w", a.cfg.ID, err)
+		}
 		a.paramsFetched.Add(1)
-		a.offer(f.Version, f.Payload)
+		a.offer(f.Version, env.Body)
 	case KindParamsPointer:
 		if held, ok := a.heldVersion(); !ok || f.Version > held {
-			ptr, err := DecodePointer(f.Payload)
+			ptr, err := DecodePointer(env.Body)
 			if err != nil {
 				a.paramsErrors.Add(1)
 				return 0, nil, fmt.Errorf("transport: actor %d: latest parameters: %w", a.cfg.ID, err)
 			}
-			if err := a.fetchObject(ctx, f.Version, ptr); err != nil {
+			if err := a.fetchObject(ctx, f.Version, ptr, &env); err != nil {
 				return 0, nil, err
 			}
 		}
-	default:
-		a.paramsErrors.Add(1)
-		return 0, nil, fmt.Errorf("transport: actor %d: latest parameters: %w: %s frame", a.cfg.ID, ErrUnknownKind, f.Kind)
 	}
 	version, payload, _ = a.LatestParams()
 	return version, payload, nil
@@ -398,16 +458,18 @@ func (a *Actor) latestFrame(ctx context.Context) (Frame, error) {
 func (a *Actor) Stats() ActorStats {
 	v, _ := a.heldVersion()
 	return ActorStats{
-		Actor:             a.cfg.ID,
-		SegmentsPublished: a.published.Load(),
-		SegmentBytes:      a.publishedBytes.Load(),
-		PublishErrors:     a.publishErrors.Load(),
-		ParamsVersion:     v,
-		ParamsReceived:    a.paramsReceived.Load(),
-		ParamsFetched:     a.paramsFetched.Load(),
-		ParamsIgnored:     a.paramsIgnored.Load(),
-		ParamsErrors:      a.paramsErrors.Load(),
-		Conn:              a.c.Stats(),
+		Actor:              a.cfg.ID,
+		SegmentsPublished:  a.published.Load(),
+		SegmentBytes:       a.publishedBytes.Load(),
+		PublishErrors:      a.publishErrors.Load(),
+		ParamsVersion:      v,
+		ParamsReceived:     a.paramsReceived.Load(),
+		ParamsFetched:      a.paramsFetched.Load(),
+		ParamsIgnored:      a.paramsIgnored.Load(),
+		ParamsErrors:       a.paramsErrors.Load(),
+		ParamsUnsigned:     a.paramsUnsigned.Load(),
+		ParamsBadSignature: a.paramsBadSig.Load(),
+		Conn:               a.c.Stats(),
 	}
 }
 

@@ -74,15 +74,37 @@ func BenchmarkSegment(b *testing.B) {
 	}
 }
 
+// smallBroadcast is the size of a parameter broadcast of tegrl train
+// --preset small (weights and metadata).
+const smallBroadcast = 40284
+
 // BenchmarkParams measures a broadcast until the actor holds the new
-// version: 65536 bytes go in one message, 8 MiB through the object store
-// (server max payload 1 MiB).
+// version: 40284 (the small preset's) and 65536 bytes go in one message,
+// 8 MiB through the object store (server max payload 1 MiB). signed: the
+// learner signs and the actor verifies.
 func BenchmarkParams(b *testing.B) {
-	for _, size := range []int{65536, 8 << 20} {
-		b.Run(fmt.Sprintf("bytes=%d", size), func(b *testing.B) {
+	for _, c := range []struct {
+		size   int
+		signed bool
+	}{{smallBroadcast, false}, {smallBroadcast, true}, {65536, false}, {8 << 20, false}, {8 << 20, true}} {
+		name := fmt.Sprintf("bytes=%d", c.size)
+		if c.signed {
+			name += "/signed"
+		}
+		size := c.size
+		b.Run(name, func(b *testing.B) {
 			s := startTestServer(b, ServerConfig{MaxPayload: 1 << 20})
-			l := newTestLearner(b, dialTest(b, s, "bench", "learner"), LearnerConfig{KeepParams: 2})
-			a := newTestActor(b, dialTest(b, s, "bench", "actor"), 1)
+			lcfg, acfg := LearnerConfig{KeepParams: 2}, ActorConfig{ID: 1, FetchTimeout: 10 * time.Second}
+			if c.signed {
+				key := testKey(b, 1)
+				lcfg.SigningKey, acfg.TrustKey = key, pubOf(key)
+			}
+			l := newTestLearner(b, dialTest(b, s, "bench", "learner"), lcfg)
+			a, err := NewActor(context.Background(), dialTest(b, s, "bench", "actor"), acfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = a.Close() })
 			payload := make([]byte, size)
 			for i := range payload {
 				payload[i] = byte(i * 31)
@@ -111,6 +133,41 @@ func BenchmarkParams(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "msgs/s")
 			if via := l.Stats().ParamsViaObjectStore; (size > 1<<20) != (via == uint64(b.N)) {
 				b.Fatalf("%d of %d via the object store", via, b.N)
+			}
+		})
+	}
+}
+
+// BenchmarkParamsSignature measures signing and verifying one parameter
+// broadcast alone: the SHA-256 of the parameters and one ed25519
+// signature or verification.
+func BenchmarkParamsSignature(b *testing.B) {
+	key := testKey(b, 1)
+	pub := pubOf(key)
+	for _, size := range []int{smallBroadcast, 8 << 20} {
+		params := make([]byte, size)
+		for i := range params {
+			params[i] = byte(i * 31)
+		}
+		b.Run(fmt.Sprintf("op=sign/bytes=%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for range b.N {
+				_ = SignParams(key, "bench", 7, params)
+			}
+		})
+		sig := SignParams(key, "bench", 7, params)
+		env, err := DecodeEnvelope(AppendEnvelope(nil, KeyIDOf(pub), sig, params))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("op=verify/bytes=%d", size), func(b *testing.B) {
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for range b.N {
+				if err := VerifyParams(pub, "bench", 7, env.Body, &env); err != nil {
+					b.Fatal(err)
+				}
 			}
 		})
 	}

@@ -18,6 +18,14 @@
 //   - In-process channels (ChanLearner, ChanActor), with the same checks and
 //     counters, to compare against NATS within one run.
 //
+// The payload of every parameter frame is an envelope (DecodeEnvelope)
+// that carries an ed25519 signature of the run id, the version and the
+// SHA-256 of the parameters when the learner has a signing key
+// (LearnerConfig.SigningKey); actors given its public key
+// (ActorConfig.TrustKey) drop, and count, parameters that are unsigned or
+// whose signature does not verify. Policy files are signed whole, in a
+// sidecar NAME.sig (SignPolicy, VerifyPolicy).
+//
 // The learner drops, and counts, everything it cannot use: undecodable
 // messages, bad checksums, other runs, segments older than its lag bound, a
 // full queue; it detects lost segments from per-actor sequence gaps. Actors

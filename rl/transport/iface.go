@@ -99,6 +99,9 @@ type LearnerStats struct {
 	// LatestErrors counts broadcasts that went out but could not be stored
 	// as the latest version for actors that join later (NATS only).
 	LatestErrors uint64 `json:"latest_errors"`
+	// ParamsSigned counts the broadcasts signed (LearnerConfig.SigningKey;
+	// NATS only).
+	ParamsSigned uint64 `json:"params_signed"`
 
 	// Conn are the connection's counters (zero over channels).
 	Conn ConnStats `json:"conn"`
@@ -121,6 +124,13 @@ type ActorStats struct {
 	ParamsIgnored uint64 `json:"params_ignored"`
 	// ParamsErrors are undecodable or foreign parameter messages and failed
 	// or corrupt fetches.
-	ParamsErrors uint64    `json:"params_errors"`
-	Conn         ConnStats `json:"conn"`
+	ParamsErrors uint64 `json:"params_errors"`
+	// ParamsUnsigned are parameter messages without a signature, dropped
+	// because the actor holds a trusted key (ActorConfig.TrustKey).
+	ParamsUnsigned uint64 `json:"params_unsigned"`
+	// ParamsBadSignature are parameter messages whose signature does not
+	// verify with the trusted key (tampered, replayed under another
+	// version or run, or signed by another key), dropped.
+	ParamsBadSignature uint64    `json:"params_bad_signature"`
+	Conn               ConnStats `json:"conn"`
 }

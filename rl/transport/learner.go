@@ -3,6 +3,7 @@ package transport
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,10 @@ type LearnerConfig struct {
 	JetStreamTimeout time.Duration
 	// Logger for failures; nil uses the connection's.
 	Logger *slog.Logger
+	// SigningKey, when set, signs every parameter broadcast (see
+	// SignParams); nil sends them unsigned, which actors holding a trusted
+	// key drop.
+	SigningKey ed25519.PrivateKey
 }
 
 func (cfg *LearnerConfig) defaults() {
@@ -66,8 +71,10 @@ type Learner struct {
 
 	segSub, statsSub *nats.Subscription
 
-	pubMu sync.Mutex // serialises PublishParams; guards buf, obs, kv, stored, newest
+	pubMu sync.Mutex // serialises PublishParams; guards buf, env, obs, kv, stored, newest
 	buf   []byte
+	env   []byte // the envelope of the frame in buf
+	keyID KeyID
 	obs   jetstream.ObjectStore
 	kv    jetstream.KeyValue
 	// stored are the object versions known to be in the store, oldest
@@ -77,7 +84,7 @@ type Learner struct {
 	newest uint64
 
 	paramsPublished, paramsObjects, paramsBytes, paramsErrors atomic.Uint64
-	latestErrors                                              atomic.Uint64
+	latestErrors, paramsSigned                                atomic.Uint64
 
 	closeOnce sync.Once
 }
@@ -89,6 +96,12 @@ func NewLearner(c *Conn, cfg LearnerConfig) (*Learner, error) {
 	l := &Learner{c: c, cfg: cfg, log: cfg.Logger, in: newInbox(c.run, cfg.QueueSize, cfg.MaxLag)}
 	if l.log == nil {
 		l.log = c.log
+	}
+	if cfg.SigningKey != nil {
+		if len(cfg.SigningKey) != ed25519.PrivateKeySize {
+			return nil, fmt.Errorf("transport: learner: %w: signing key of %d bytes, want %d", ErrBadKey, len(cfg.SigningKey), ed25519.PrivateKeySize)
+		}
+		l.keyID = KeyIDOf(cfg.SigningKey.Public().(ed25519.PublicKey))
 	}
 	sub, err := c.nc.Subscribe(c.sub.Traj, func(m *nats.Msg) { l.in.receive(m.Data) })
 	if err != nil {
@@ -146,6 +159,7 @@ func (l *Learner) Stats() LearnerStats {
 	s.ParamsBytes = l.paramsBytes.Load()
 	s.ParamsErrors = l.paramsErrors.Load()
 	s.LatestErrors = l.latestErrors.Load()
+	s.ParamsSigned = l.paramsSigned.Load()
 	s.Conn = l.c.Stats()
 	return s
 }
@@ -163,6 +177,8 @@ func (l *Learner) PublishParams(version uint64, payload []byte) error {
 // bucket ParamsBucket as ObjectName(version), the last KeepParams versions
 // kept, and a pointer frame is published instead. Either frame is also
 // stored under LatestKey in LatestBucket, for actors that connect later.
+// Each frame's payload is an envelope (DecodeEnvelope) holding the
+// parameters or the pointer, signed with SigningKey when there is one.
 func (l *Learner) PublishParamsContext(ctx context.Context, version uint64, payload []byte) error {
 	err := l.publishParams(ctx, version, payload)
 	if err != nil {
@@ -179,10 +195,15 @@ func (l *Learner) publishParams(ctx context.Context, version uint64, payload []b
 	defer l.pubMu.Unlock()
 	l.in.setVersion(version)
 	subj := l.c.sub.Params
-	direct := HeaderSize+len(l.c.run)+len(payload)+paramsHeadroom <= int(l.c.nc.MaxPayload())
+	direct := HeaderSize+len(l.c.run)+EnvelopeHeaderSize+len(payload)+paramsHeadroom <= int(l.c.nc.MaxPayload())
+	var sig []byte
+	if l.cfg.SigningKey != nil {
+		sig = SignParams(l.cfg.SigningKey, l.c.run, version, payload)
+	}
 	var err error
 	if direct {
-		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParams, RunID: l.c.run, Version: version, Payload: payload})
+		l.env = AppendEnvelope(l.env[:0], l.keyID, sig, payload)
+		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParams, RunID: l.c.run, Version: version, Payload: l.env})
 		if err != nil {
 			return fmt.Errorf("transport: publish params v%d: %w", version, err)
 		}
@@ -198,7 +219,8 @@ func (l *Learner) publishParams(ctx context.Context, version uint64, payload []b
 			return err
 		}
 		ptr := AppendPointer(nil, ParamsPointer{Size: uint64(len(payload)), Checksum: Checksum(payload)})
-		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParamsPointer, RunID: l.c.run, Version: version, Payload: ptr})
+		l.env = AppendEnvelope(l.env[:0], l.keyID, sig, ptr)
+		l.buf, err = AppendFrame(l.buf[:0], Frame{Kind: KindParamsPointer, RunID: l.c.run, Version: version, Payload: l.env})
 		if err != nil {
 			return fmt.Errorf("transport: publish params pointer v%d: %w", version, err)
 		}
@@ -206,6 +228,9 @@ func (l *Learner) publishParams(ctx context.Context, version uint64, payload []b
 			return fmt.Errorf("transport: publish params pointer v%d on %s: %w", version, subj, err)
 		}
 		l.paramsObjects.Add(1)
+	}
+	if sig != nil {
+		l.paramsSigned.Add(1)
 	}
 	// The key-value store keeps the newest version: an older one (a
 	// caller's mistake; actors ignore it) must not replace it. The

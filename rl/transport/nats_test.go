@@ -94,6 +94,10 @@ func recvFrame(t testing.TB, ch <-chan Frame) Frame {
 	return Frame{}
 }
 
+// unsignedEnvelope is body in an unsigned envelope, the payload of a
+// params or pointer frame from a learner without a signing key.
+func unsignedEnvelope(body []byte) []byte { return AppendEnvelope(nil, KeyID{}, nil, body) }
+
 // segPayload is a recognisable segment body: actor id and index.
 func segPayload(actor uint32, i int) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, actor)
@@ -242,7 +246,7 @@ func TestLargeParamsViaObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptr := AppendPointer(nil, ParamsPointer{Size: 25, Checksum: 12345})
-	raw := mustEncode(t, Frame{Kind: KindParamsPointer, RunID: run, Version: 9, Payload: ptr})
+	raw := mustEncode(t, Frame{Kind: KindParamsPointer, RunID: run, Version: 9, Payload: unsignedEnvelope(ptr)})
 	if err := lc.NATS().Publish(lc.Subjects().Params, raw); err != nil {
 		t.Fatal(err)
 	}
@@ -251,7 +255,7 @@ func TestLargeParamsViaObjectStore(t *testing.T) {
 		t.Errorf("actor took corrupt params: v%d", v)
 	}
 	// Checked directly too: the error says why.
-	if err := a.fetchObject(ctx, 9, ParamsPointer{Size: 25, Checksum: 12345}); !errors.Is(err, ErrBadChecksum) {
+	if err := a.fetchObject(ctx, 9, ParamsPointer{Size: 25, Checksum: 12345}, &Envelope{}); !errors.Is(err, ErrBadChecksum) {
 		t.Errorf("fetch with a bad checksum: %v", err)
 	}
 }
@@ -525,7 +529,7 @@ func TestActorRefetchesAfterReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := kv.Put(context.Background(), LatestKey, mustEncode(t, Frame{Kind: KindParams, RunID: run, Version: 2, Payload: []byte("two")})); err != nil {
+	if _, err := kv.Put(context.Background(), LatestKey, mustEncode(t, Frame{Kind: KindParams, RunID: run, Version: 2, Payload: unsignedEnvelope([]byte("two"))})); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
