@@ -1,0 +1,111 @@
+package env
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// The allocation-policy registry: every round-based policy (the
+// heuristics in roundpolicies.go, the LP-based ones in lppolicy*.go) is
+// reachable by its Gavel name through AllocationPolicyByName, which
+// `tegrl gavel --scheduler` and the round simulator use.
+//
+// A file that defines a policy registers it from its own init function:
+//
+//	func init() {
+//		RegisterAllocationPolicy("max_min_fairness_perf",
+//			func() AllocationPolicy { return &MaxMinFairnessPerf{} })
+//	}
+//
+// The constructor is called once per simulation run, so a policy may keep
+// state across rounds (FIFO remembers where each job was placed) and runs
+// in parallel simulations never share an instance.
+
+var (
+	policyMu       sync.RWMutex
+	policyRegistry = map[string]func() AllocationPolicy{}
+)
+
+// RegisterAllocationPolicy makes a policy constructor available under name.
+// It panics on an empty name, a nil constructor or a name registered twice,
+// which are programming errors caught at start-up.
+func RegisterAllocationPolicy(name string, f func() AllocationPolicy) {
+	if name == "" || f == nil {
+		panic("env: RegisterAllocationPolicy needs a name and a constructor")
+	}
+	policyMu.Lock()
+	defer policyMu.Unlock()
+	if _, dup := policyRegistry[name]; dup {
+		panic("env: allocation policy registered twice: " + name)
+	}
+	policyRegistry[name] = f
+}
+
+// AllocationPolicyByName returns a fresh instance of the policy registered
+// under name, or an error naming the known policies.
+func AllocationPolicyByName(name string) (AllocationPolicy, error) {
+	policyMu.RLock()
+	f, ok := policyRegistry[name]
+	policyMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("unknown allocation policy %q (known: %s)", name, strings.Join(AllocationPolicyNames(), ", "))
+	}
+	return f(), nil
+}
+
+// AllocationPolicyNames lists the registered policy names, sorted.
+func AllocationPolicyNames() []string {
+	policyMu.RLock()
+	defer policyMu.RUnlock()
+	names := make([]string, 0, len(policyRegistry))
+	for n := range policyRegistry {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// RoundHints tells the round mechanism how Gavel's scheduler treats a
+// policy. A policy that does not implement RoundHintsPolicy gets the zero
+// Hints, which is how Gavel treats its heterogeneity-aware ("_perf")
+// policies.
+type RoundHints struct {
+	// ShuffleTypes: visit GPU types in a random order each round (Gavel
+	// does this for heterogeneity-agnostic policies) instead of fastest
+	// first.
+	ShuffleTypes bool
+	// SkipUnallocated: never run a job on a type where its allocation is
+	// zero, even on GPUs that would otherwise stay idle (Gavel's FIFO).
+	SkipUnallocated bool
+}
+
+// RoundHintsPolicy is implemented by policies that need non-default
+// mechanism behaviour.
+type RoundHintsPolicy interface {
+	RoundHints() RoundHints
+}
+
+// RoundPair is a co-located pair of jobs (Gavel's space sharing): both
+// run on the same Scale GPUs of one type at the table's pair throughputs.
+type RoundPair struct {
+	A, B int // job IDs, A < B
+	// X[j] is the fraction of time the pair should run on type j.
+	X []float64
+}
+
+// PackingPolicy is implemented by policies that co-locate pairs of jobs
+// (Gandiva, the packed variants). After Allocate fills the single-job
+// allocation, the mechanism calls Pairs for the same round; the returned
+// slice and its X slices are read before the next Allocate call.
+type PackingPolicy interface {
+	AllocationPolicy
+	Pairs(s *RoundState) []RoundPair
+}
+
+// SeededPolicy is implemented by policies with their own randomness; the
+// simulator seeds them from its run seed before the first round.
+type SeededPolicy interface {
+	Seed(seed uint64)
+}

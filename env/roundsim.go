@@ -1,0 +1,758 @@
+package env
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+)
+
+// RoundConfig configures the round simulator. Zero values take Gavel's
+// defaults (its scheduler.py and run_sweep_continuous.py).
+type RoundConfig struct {
+	// RoundSeconds is the round length (Gavel's time_per_iteration, 360).
+	RoundSeconds float64
+	// AllocationInterval is the least simulated time between two
+	// allocation recomputations (Gavel's
+	// minimum_time_between_allocation_resets, 1920 s). The allocation is
+	// recomputed only after a job arrived or finished.
+	AllocationInterval float64
+	// RestoreSeconds is the checkpoint-and-restore cost a job pays, at the
+	// start of a round, when it runs on other GPUs than in the round before
+	// (a preempted job resumes from its progress, minus this time). Gavel's
+	// simulator charges nothing: 0.
+	RestoreSeconds float64
+	// Locality applies the table's spread ("_unconsolidated") throughput to
+	// gangs not on one server, times CrossRackFactor for gangs spanning
+	// racks. Gavel's simulator runs every gang at its consolidated
+	// throughput (Locality false).
+	Locality bool
+	// CrossRackFactor multiplies a spread gang's throughput when its
+	// servers are in more than one rack (default 0.8: a rack-level
+	// oversubscription of the inter-server links; the table has no
+	// cross-rack measurements).
+	CrossRackFactor float64
+	// Seed drives the mechanism's randomness (the per-round order of GPU
+	// types for heterogeneity-agnostic policies; CPython's generator seeded
+	// Seed+5, as Gavel's) and seeds SeededPolicy policies.
+	Seed uint64
+	// MeasureFrom and MeasureTo are the measured job IDs [from, to): the
+	// run ends when they have all finished (Gavel: 4000-4999).
+	MeasureFrom, MeasureTo int
+	// MaxActive and MaxSeconds bound a run above capacity: it stops,
+	// marked Saturated, once more jobs are active or more simulated time
+	// has passed. Defaults 4000 jobs and no time bound.
+	MaxActive  int
+	MaxSeconds float64
+}
+
+func (c *RoundConfig) fill() error {
+	setDefault(&c.RoundSeconds, 360)
+	setDefault(&c.AllocationInterval, 1920)
+	setDefault(&c.CrossRackFactor, 0.8)
+	setDefault(&c.MaxActive, 4000)
+	if c.MeasureTo == 0 {
+		c.MeasureFrom, c.MeasureTo = 4000, 5000
+	}
+	switch {
+	case !(c.RoundSeconds > 0):
+		return fmt.Errorf("round config: round length must be positive, got %v", c.RoundSeconds)
+	case c.RestoreSeconds < 0 || c.RestoreSeconds >= c.RoundSeconds:
+		return fmt.Errorf("round config: restore cost %v s must be in [0, round length)", c.RestoreSeconds)
+	case c.CrossRackFactor <= 0 || c.CrossRackFactor > 1:
+		return fmt.Errorf("round config: cross-rack factor %v must be in (0, 1]", c.CrossRackFactor)
+	case c.MeasureFrom < 0 || c.MeasureTo <= c.MeasureFrom:
+		return fmt.Errorf("round config: measured jobs [%d, %d) is empty", c.MeasureFrom, c.MeasureTo)
+	}
+	return nil
+}
+
+// RoundResult is the outcome of one round-simulator run.
+type RoundResult struct {
+	// JCT holds the measured jobs' completion times (seconds, finish minus
+	// arrival) in ID order; only complete when !Saturated.
+	JCT         []float64
+	AvgJCTHours float64 // mean of JCT in hours (NaN when Saturated)
+	// FloorHours is the mean over the measured jobs of each one's run time
+	// alone on its best allocation (fastest GPU type, consolidated).
+	FloorHours float64
+	Saturated  bool    // stopped at MaxActive or MaxSeconds
+	Rounds     int     // rounds simulated
+	SimSeconds float64 // simulated time at the end
+	Jobs       int     // jobs that arrived
+	Moves      int     // rounds in which a running job changed GPUs
+}
+
+// JobSource yields jobs in arrival order.
+type JobSource interface {
+	Next() DLJob
+}
+
+const noWorker = -1
+
+type rjob struct {
+	DLJob
+	done     float64 // steps done
+	finish   float64
+	attained float64 // GPU-seconds
+	active   bool
+	schedAt  int // round in which it was last picked
+}
+
+// entry is a schedulable unit: a single job (b < 0) or a co-located pair.
+type entry struct {
+	a, b      int
+	alloc     []float64 // per cluster type
+	time      []float64 // Gavel's job_time_so_far
+	deficit   []float64
+	hasAlloc  bool
+	prio      float64 // scratch: priority on the type being sorted
+	thr       [2]float64
+	steps     [2]float64
+	finish    float64
+	restore   float64
+	prevRound int   // round in which it last ran
+	prevType  int   // type index it last ran on
+	wk        []int // its gang: this round's workers, or the last ones
+	prevWk    []int
+	kept      bool
+	curType   int
+}
+
+// RoundSim is the round-based GPU cluster simulator after Gavel's: every
+// round the policy's allocation (recomputed at most every
+// AllocationInterval) is turned into gangs of GPUs by priority
+// allocation / share of time received, jobs keep their GPUs when they can
+// (leases), and a job that finishes mid-round frees its GPUs at the round's
+// end. RoundSim allocates nothing per round once its buffers have grown.
+type RoundSim struct {
+	c      *GPUCluster
+	cfg    RoundConfig
+	pol    AllocationPolicy
+	pack   PackingPolicy
+	hints  RoundHints
+	src    JobSource
+	rng    *pyRandom
+	nt     int
+	order  []int // cluster type indices, fastest first
+	round  []int // this round's order
+	pend   DLJob
+	jobs   []rjob
+	active []int   // job IDs, arrival order
+	sEnt   []entry // one per job ID
+	pairs  []entry // co-located pairs of the current allocation
+	pairDf map[[2]int]*entry
+
+	workerTime []float64 // per type
+	lastReset  float64
+	needUpdate bool
+
+	// workers: per type, servers of worker IDs; worker -> server, rack
+	servers    [][][]int
+	workerSrv  []int
+	workerRack []int
+	workerStmp []int
+	cursor     [][]int
+
+	// scratch
+	queue       []qent
+	sched       [][]*entry
+	left        []int
+	state       RoundState
+	x           []float64
+	running     []*entry
+	now         float64
+	roundStart  float64
+	rounds      int
+	res         RoundResult
+	measureDone int
+}
+
+type qent struct {
+	e   *entry
+	t   int
+	key [3]float64
+	ord int
+}
+
+// NewRoundSim prepares a run of policy pol on cluster c with jobs from src.
+func NewRoundSim(c *GPUCluster, pol AllocationPolicy, src JobSource, cfg RoundConfig) (*RoundSim, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if c == nil || pol == nil || src == nil {
+		return nil, errors.New("round simulator: nil cluster, policy or job source")
+	}
+	s := &RoundSim{c: c, cfg: cfg, pol: pol, src: src, nt: len(c.Types), pairDf: map[[2]int]*entry{},
+		rng: newPyRandom(cfg.Seed + 5)}
+	s.pack, _ = pol.(PackingPolicy)
+	if sp, ok := pol.(SeededPolicy); ok {
+		sp.Seed(cfg.Seed)
+	}
+	if h, ok := pol.(RoundHintsPolicy); ok {
+		s.hints = h.RoundHints()
+	}
+	s.layout()
+	s.state.Types = make([]string, s.nt)
+	s.state.Capacity = append([]int(nil), c.Capacity...)
+	for i, g := range c.Types {
+		s.state.Types[i] = c.Table.GPUs[g]
+	}
+	s.state.Pair = s.pairThroughput
+	s.pend = src.Next()
+	s.left = make([]int, s.nt)
+	s.sched = make([][]*entry, s.nt)
+	s.workerTime = make([]float64, s.nt)
+	s.round = make([]int, s.nt)
+	return s, nil
+}
+
+// layout numbers the workers type by type in name order (as Gavel
+// registers them), servers of GPUsPerServer, racks of ServersPerRack
+// servers, and orders the types fastest first by mean throughput.
+func (s *RoundSim) layout() {
+	c := s.c
+	srv := 0
+	s.servers = make([][][]int, s.nt)
+	s.cursor = make([][]int, s.nt)
+	for i := range c.Types {
+		per := c.GPUsPerServer[i]
+		for k := 0; k < c.Capacity[i]/per; k++ {
+			ids := make([]int, per)
+			for g := range ids {
+				ids[g] = len(s.workerSrv)
+				s.workerSrv = append(s.workerSrv, srv)
+				rack := 0
+				if c.ServersPerRack > 0 {
+					rack = srv / c.ServersPerRack
+				}
+				s.workerRack = append(s.workerRack, rack)
+			}
+			s.servers[i] = append(s.servers[i], ids)
+			srv++
+		}
+		s.cursor[i] = make([]int, len(s.servers[i]))
+	}
+	s.workerStmp = make([]int, len(s.workerSrv))
+	for i := range s.workerStmp {
+		s.workerStmp[i] = -1
+	}
+	mean := make([]float64, s.nt)
+	for i, g := range c.Types {
+		for m := range c.Table.Models {
+			mean[i] += c.Table.Throughput(m, g, 1, false)
+		}
+	}
+	s.order = make([]int, s.nt)
+	for i := range s.order {
+		s.order[i] = i
+	}
+	slices.SortStableFunc(s.order, func(a, b int) int {
+		switch {
+		case mean[a] > mean[b]:
+			return -1
+		case mean[a] < mean[b]:
+			return 1
+		}
+		return 0
+	})
+}
+
+func (s *RoundSim) pairThroughput(i, k, j int) (float64, float64, bool) {
+	a, b := &s.state.Jobs[i], &s.state.Jobs[k]
+	if a.Scale != b.Scale {
+		return 0, 0, false
+	}
+	return s.c.Table.PairThroughput(a.Type, b.Type, s.c.Types[j], a.Scale)
+}
+
+// Run simulates until the measured jobs have finished or a bound is hit.
+func (s *RoundSim) Run() (RoundResult, error) {
+	cfg := &s.cfg
+	for s.measureDone < cfg.MeasureTo-cfg.MeasureFrom {
+		if len(s.running) > 0 {
+			s.now = s.running[0].finish
+			for _, e := range s.running[1:] {
+				s.now = math.Max(s.now, e.finish)
+			}
+			s.endRound()
+		} else if s.pend.Arrival > s.now {
+			s.now = s.pend.Arrival
+		}
+		for s.pend.Arrival <= s.now {
+			s.arrive()
+		}
+		if len(s.active) > cfg.MaxActive || (cfg.MaxSeconds > 0 && s.now > cfg.MaxSeconds) {
+			s.res.Saturated = true
+			break
+		}
+		if err := s.startRound(); err != nil {
+			return s.res, err
+		}
+	}
+	return s.result(), nil
+}
+
+func (s *RoundSim) result() RoundResult {
+	r := &s.res
+	r.Rounds, r.SimSeconds, r.Jobs = s.rounds, s.now, len(s.jobs)
+	n := s.cfg.MeasureTo - s.cfg.MeasureFrom
+	r.JCT = make([]float64, 0, n)
+	floor, sum := 0.0, 0.0
+	for id := s.cfg.MeasureFrom; id < s.cfg.MeasureTo && id < len(s.jobs); id++ {
+		j := &s.jobs[id]
+		best := 0.0
+		for _, g := range s.c.Types {
+			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
+		}
+		floor += j.Steps / best
+		if !j.active && j.done > 0 {
+			r.JCT = append(r.JCT, j.finish-j.Arrival)
+			sum += j.finish - j.Arrival
+		}
+	}
+	r.FloorHours = floor / float64(min(n, max(len(s.jobs)-s.cfg.MeasureFrom, 1))) / 3600
+	r.AvgJCTHours = math.NaN()
+	if !r.Saturated {
+		r.AvgJCTHours = sum / float64(len(r.JCT)) / 3600
+	}
+	return *r
+}
+
+func (s *RoundSim) newEntry(a, b, scale int) entry {
+	row := make([]float64, 3*s.nt)
+	wk := make([]int, 2*scale)
+	return entry{a: a, b: b, alloc: row[:s.nt], time: row[s.nt : 2*s.nt], deficit: row[2*s.nt:],
+		prevRound: -2, prevType: -1, wk: wk[:scale], prevWk: wk[scale:]}
+}
+
+func (s *RoundSim) arrive() {
+	j := s.pend
+	if j.Scale < 1 || j.Scale > s.c.TotalGPUs() {
+		j.Scale = max(1, min(j.Scale, s.c.TotalGPUs())) // NewRoundSim's caller validates; keep the run going
+	}
+	s.jobs = append(s.jobs, rjob{DLJob: j, active: true, schedAt: -1})
+	s.sEnt = append(s.sEnt, s.newEntry(j.ID, -1, j.Scale))
+	e := &s.sEnt[j.ID]
+	for t := range s.nt {
+		e.time[t] = s.cfg.RoundSeconds / 2
+	}
+	s.active = append(s.active, j.ID)
+	s.needUpdate = true
+	s.pend = s.src.Next()
+	if s.pend.ID != len(s.jobs) {
+		s.pend.ID = len(s.jobs)
+	}
+}
+
+func (s *RoundSim) scaleOf(e *entry) int { return s.jobs[e.a].Scale }
+
+// throughputOn is e's steps/s alone (or as a pair) on type t,
+// consolidated; for a pair, both jobs' rates.
+func (s *RoundSim) throughputOn(e *entry, t int) (float64, float64) {
+	g := s.c.Types[t]
+	ja := &s.jobs[e.a]
+	if e.b < 0 {
+		return s.c.Table.Throughput(ja.Model, g, ja.Scale, false), 0
+	}
+	ta, tb, ok := s.c.Table.PairThroughput(ja.Model, s.jobs[e.b].Model, g, ja.Scale)
+	if !ok {
+		return 0, 0
+	}
+	return ta, tb
+}
+
+func (s *RoundSim) live(e *entry) bool {
+	return s.jobs[e.a].active && (e.b < 0 || s.jobs[e.b].active)
+}
+
+// reset is Gavel's _reset_time_run_so_far: each entry's deficit grows by
+// the time it should have received under the old allocation minus the
+// time it received, and the time counters restart at half a round.
+func (s *RoundSim) reset() {
+	elapsed := s.now - s.lastReset
+	half := s.cfg.RoundSeconds / 2
+	clear(s.workerTime)
+	upd := func(e *entry) {
+		for t := range s.nt {
+			should := 0.0
+			if e.hasAlloc {
+				should = e.alloc[t] * elapsed
+			}
+			e.deficit[t] += should - (e.time[t] - half)
+			e.time[t] = half
+			s.workerTime[t] += half
+		}
+	}
+	for _, id := range s.active {
+		upd(&s.sEnt[id])
+	}
+	for i := range s.pairs {
+		if s.live(&s.pairs[i]) {
+			upd(&s.pairs[i])
+		}
+	}
+	s.lastReset = s.now
+}
+
+// reallocate asks the policy for a new allocation when a job arrived or
+// finished and AllocationInterval has passed since the last one.
+func (s *RoundSim) reallocate() error {
+	if !s.needUpdate || !(s.now-s.lastReset >= s.cfg.AllocationInterval || s.lastReset == 0) {
+		return nil
+	}
+	s.reset()
+	if len(s.active) == 0 {
+		s.needUpdate = false // Gavel: an empty allocation
+		return nil
+	}
+	st := &s.state
+	st.Time = s.now
+	st.Jobs = st.Jobs[:0]
+	st.Throughput = st.Throughput[:0]
+	for _, id := range s.active {
+		j := &s.jobs[id]
+		st.Jobs = append(st.Jobs, RoundJob{ID: id, Type: j.Model, Scale: j.Scale, Arrival: j.Arrival,
+			StepsTotal: j.Steps, StepsLeft: j.Steps - j.done, Attained: j.attained, Priority: j.Priority})
+		for _, g := range s.c.Types {
+			st.Throughput = append(st.Throughput, s.c.Table.Throughput(j.Model, g, j.Scale, false))
+		}
+	}
+	n := len(st.Jobs) * s.nt
+	if cap(s.x) < n {
+		s.x = make([]float64, n, 2*n)
+	}
+	s.x = s.x[:n]
+	clear(s.x)
+	if err := s.pol.Allocate(st, s.x); err != nil {
+		return fmt.Errorf("policy %s at %.0f s: %w", s.pol.Name(), s.now, err)
+	}
+	for i, id := range s.active {
+		e := &s.sEnt[id]
+		copy(e.alloc, s.x[i*s.nt:(i+1)*s.nt])
+		e.hasAlloc = true
+	}
+	if s.pack != nil {
+		s.repair(s.pack.Pairs(st))
+	}
+	s.needUpdate = false
+	return nil
+}
+
+// repair replaces the pair entries by the policy's, keeping the deficits,
+// time counters and leases of pairs that stay.
+func (s *RoundSim) repair(ps []RoundPair) {
+	clear(s.pairDf)
+	for i := range s.pairs {
+		e := &s.pairs[i]
+		if s.live(e) {
+			s.pairDf[[2]int{e.a, e.b}] = e
+		}
+	}
+	old := s.pairs
+	s.pairs = make([]entry, 0, len(ps))
+	for _, p := range ps {
+		a, b := min(p.A, p.B), max(p.A, p.B)
+		if a == b || a < 0 || b >= len(s.jobs) || !s.jobs[a].active || !s.jobs[b].active || s.jobs[a].Scale != s.jobs[b].Scale {
+			continue
+		}
+		var e entry
+		if o, ok := s.pairDf[[2]int{a, b}]; ok {
+			e = *o
+		} else {
+			e = s.newEntry(a, b, s.jobs[a].Scale)
+			for t := range s.nt {
+				e.time[t] = s.cfg.RoundSeconds / 2
+			}
+		}
+		for t := range s.nt {
+			e.alloc[t] = 0
+			if t < len(p.X) {
+				e.alloc[t] = p.X[t]
+			}
+		}
+		e.hasAlloc = true
+		s.pairs = append(s.pairs, e)
+	}
+	_ = old
+}
+
+// priority is Gavel's: allocation / (share of the type's time received),
+// allocation·1e9 before any time was counted, 0 without an allocation.
+func (s *RoundSim) priority(e *entry, t int) float64 {
+	if !e.hasAlloc || e.alloc[t] == 0 {
+		return 0
+	}
+	ta, tb := s.throughputOn(e, t)
+	if ta <= 0 || (e.b >= 0 && tb <= 0) {
+		return 0
+	}
+	frac := 0.0
+	if s.workerTime[t] != 0 {
+		frac = e.time[t] / s.workerTime[t]
+	}
+	if frac > 0 {
+		return e.alloc[t] / frac
+	}
+	return e.alloc[t] * 1e9
+}
+
+func cmpQueue(a, b qent) int {
+	for k := range a.key {
+		if a.key[k] != b.key[k] {
+			if a.key[k] > b.key[k] {
+				return -1
+			}
+			return 1
+		}
+	}
+	return 0
+}
+
+func (s *RoundSim) picked(id int) bool { return s.jobs[id].schedAt == s.rounds }
+
+// pick is Gavel's _schedule_jobs_on_workers_helper for one type: entries in
+// priority order take the type's GPUs while they fit.
+func (s *RoundSim) pick(t int) {
+	q := s.queue[:0]
+	add := func(e *entry) {
+		q = append(q, qent{e: e, t: t, key: [3]float64{s.priority(e, t), e.deficit[t], allocOf(e, t)}})
+	}
+	for _, id := range s.active {
+		add(&s.sEnt[id])
+	}
+	for i := range s.pairs {
+		if s.live(&s.pairs[i]) {
+			add(&s.pairs[i])
+		}
+	}
+	slices.SortStableFunc(q, cmpQueue)
+	s.queue = q
+	for _, qe := range q {
+		if s.left[t] == 0 {
+			break
+		}
+		e := qe.e
+		if s.picked(e.a) || (e.b >= 0 && s.picked(e.b)) {
+			continue
+		}
+		if ta, tb := s.throughputOn(e, t); ta <= 0 || (e.b >= 0 && tb <= 0) {
+			continue
+		}
+		if s.hints.SkipUnallocated && qe.key[0] <= 0 {
+			continue
+		}
+		sc := s.scaleOf(e)
+		if sc > s.left[t] {
+			continue
+		}
+		s.left[t] -= sc
+		s.jobs[e.a].schedAt = s.rounds
+		if e.b >= 0 {
+			s.jobs[e.b].schedAt = s.rounds
+		}
+		s.sched[t] = append(s.sched[t], e)
+	}
+}
+
+func allocOf(e *entry, t int) float64 {
+	if !e.hasAlloc {
+		return 0
+	}
+	return e.alloc[t]
+}
+
+func (s *RoundSim) startRound() error {
+	if err := s.reallocate(); err != nil {
+		return err
+	}
+	copy(s.round, s.order)
+	if s.hints.ShuffleTypes {
+		s.rng.shuffle(s.round)
+	}
+	copy(s.left, s.c.Capacity)
+	for _, t := range s.round {
+		s.sched[t] = s.sched[t][:0]
+		s.pick(t)
+	}
+	s.running = s.running[:0]
+	for _, t := range s.round {
+		if err := s.assign(t); err != nil {
+			return err
+		}
+	}
+	s.roundStart = s.now
+	s.rounds++
+	return nil
+}
+
+// assign is the placement half of Gavel's _schedule_jobs_on_workers for
+// one type: gangs from the largest scale factor down; a gang that ran on
+// this type last round keeps its GPUs when none was taken yet (a lease);
+// the others take free GPUs server by server, in worker order.
+func (s *RoundSim) assign(t int) error {
+	list := s.sched[t]
+	slices.SortStableFunc(list, func(a, b *entry) int { return s.scaleOf(b) - s.scaleOf(a) })
+	cur, srv := s.cursor[t], s.servers[t]
+	clear(cur)
+	ptr, r := 0, s.rounds
+	for i := 0; i < len(list); {
+		sc := s.scaleOf(list[i])
+		end := i
+		for end < len(list) && s.scaleOf(list[end]) == sc {
+			end++
+		}
+		group := list[i:end]
+		for _, e := range group {
+			e.kept = false
+			if e.prevRound != r-1 || e.prevType != t {
+				continue
+			}
+			free := true
+			for _, w := range e.prevWk {
+				free = free && s.workerStmp[w] != r
+			}
+			if free {
+				for _, w := range e.prevWk {
+					s.workerStmp[w] = r
+				}
+				copy(e.wk, e.prevWk)
+				e.kept = true
+			}
+		}
+		for _, e := range group {
+			if !e.kept {
+				if !e.hasAlloc {
+					continue // Gavel reserves the GPUs but runs nothing on them
+				}
+				n := 0
+				for n < sc && ptr < len(srv) {
+					if cur[ptr] == len(srv[ptr]) {
+						ptr++
+						continue
+					}
+					w := srv[ptr][cur[ptr]]
+					cur[ptr]++
+					if s.workerStmp[w] != r {
+						s.workerStmp[w] = r
+						e.wk[n] = w
+						n++
+					}
+				}
+				if n < sc {
+					return fmt.Errorf("round %d: no %d free %s GPUs for job %d", r, sc, s.state.Types[t], e.a)
+				}
+			}
+			s.launch(e, t)
+		}
+		i = end
+	}
+	return nil
+}
+
+// gangFactor is the throughput multiplier of a gang on workers wk for job
+// type m at scale sc on cluster type t: 1 on one server; the table's
+// spread/consolidated ratio across servers; times CrossRackFactor across
+// racks. Always 1 without Locality.
+func (s *RoundSim) gangFactor(wk []int, m, sc, t int) float64 {
+	if !s.cfg.Locality || len(wk) < 2 {
+		return 1
+	}
+	oneServer, oneRack := true, true
+	for _, w := range wk[1:] {
+		oneServer = oneServer && s.workerSrv[w] == s.workerSrv[wk[0]]
+		oneRack = oneRack && s.workerRack[w] == s.workerRack[wk[0]]
+	}
+	if oneServer {
+		return 1
+	}
+	g := s.c.Types[t]
+	cons := s.c.Table.Throughput(m, g, sc, false)
+	if cons <= 0 {
+		return 0
+	}
+	f := s.c.Table.Throughput(m, g, sc, true) / cons
+	if !oneRack {
+		f *= s.cfg.CrossRackFactor
+	}
+	return f
+}
+
+func (s *RoundSim) stepsFor(id int, thr, avail float64) float64 {
+	j := &s.jobs[id]
+	rem := j.Steps - j.done
+	n := math.Min(math.Floor(thr*avail), rem)
+	if n <= 0 {
+		n = math.Min(rem, thr*avail)
+	}
+	return n
+}
+
+// launch starts e on its gang for this round.
+func (s *RoundSim) launch(e *entry, t int) {
+	ta, tb := s.throughputOn(e, t)
+	sc := s.scaleOf(e)
+	ta *= s.gangFactor(e.wk, s.jobs[e.a].Model, sc, t)
+	if e.b >= 0 {
+		tb *= s.gangFactor(e.wk, s.jobs[e.b].Model, sc, t)
+	}
+	e.restore = 0
+	if !e.kept && s.jobs[e.a].done > 0 {
+		s.res.Moves++
+		e.restore = s.cfg.RestoreSeconds
+	}
+	avail := s.cfg.RoundSeconds - e.restore
+	e.curType, e.thr = t, [2]float64{ta, tb}
+	e.steps[0] = s.stepsFor(e.a, ta, avail)
+	e.finish = s.now + e.restore
+	if ta > 0 {
+		e.finish += e.steps[0] / ta
+	}
+	if e.b >= 0 {
+		e.steps[1] = s.stepsFor(e.b, tb, avail)
+		e.finish = math.Max(e.finish, s.now+e.restore+e.steps[1]/tb)
+	}
+	s.running = append(s.running, e)
+}
+
+// endRound books the round's progress; jobs that finished leave at their
+// own finish time (their GPUs idle until the round ends).
+func (s *RoundSim) endRound() {
+	r := s.rounds - 1
+	finished := false
+	for _, e := range s.running {
+		exec := e.finish - s.roundStart
+		t := e.curType
+		sc := float64(s.scaleOf(e))
+		for k, id := range [2]int{e.a, e.b} {
+			if id < 0 {
+				continue
+			}
+			j := &s.jobs[id]
+			j.done += e.steps[k]
+			j.attained += exec * sc
+			if j.Steps-j.done <= 1e-9*j.Steps {
+				j.active, j.finish, finished = false, e.finish, true
+				if id >= s.cfg.MeasureFrom && id < s.cfg.MeasureTo {
+					s.measureDone++
+				}
+			}
+		}
+		e.time[t] += exec
+		s.workerTime[t] += exec
+		e.prevRound, e.prevType = r, t
+		copy(e.prevWk, e.wk)
+	}
+	s.running = s.running[:0]
+	if finished {
+		s.needUpdate = true
+		k := 0
+		for _, id := range s.active {
+			if s.jobs[id].active {
+				s.active[k] = id
+				k++
+			}
+		}
+		s.active = s.active[:k]
+	}
+}
