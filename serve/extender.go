@@ -210,6 +210,8 @@ func (s *Service) Filter(args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1
 			unknown++
 		case !st.M[i].Up:
 			failed[n] = "tegrl: machine is down"
+		case s.kubeClosed(n):
+			failed[n] = "tegrl: node is cordoned or not Ready"
 		case !st.Fits(i, &req):
 			failed[n] = "tegrl: insufficient free cpu, memory or GPU"
 		case !st.Admit(i, &req):

@@ -106,6 +106,9 @@ type Service struct {
 	rng       *rand.Rand
 	seq       uint64
 	wallStart time.Time
+	// kube is the cluster sync's record of a Kubernetes cluster and the
+	// bind verb's back end (clustersync.go, bind.go; guarded by mu).
+	kube kubeState
 
 	evMu   sync.Mutex
 	events []PolicyEvent // recent loads and refusals, newest last
@@ -502,6 +505,8 @@ func (s *Service) routes() http.Handler {
 	mux.Handle("POST /v1/policies", s.instrument("policy_load", s.handlePolicyLoad))
 	mux.Handle("POST /filter", s.instrument("filter", s.handleFilter))
 	mux.Handle("POST /prioritize", s.instrument("prioritize", s.handlePrioritize))
+	mux.Handle("POST /bind", s.instrument("bind", s.handleBind))
+	mux.Handle("GET /v1/cluster", s.instrument("cluster", s.handleCluster))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
