@@ -16,8 +16,8 @@ import (
 )
 
 // ErrUnauthorized is wrapped by Dial's error when the server refuses the
-// token (wrong or missing).
-var ErrUnauthorized = errors.New("token refused by the NATS server (wrong or missing token)")
+// token or the user and password (wrong or missing).
+var ErrUnauthorized = errors.New("credentials refused by the NATS server (wrong or missing token, user or password)")
 
 // DialConfig configures a client connection.
 type DialConfig struct {
@@ -26,6 +26,9 @@ type DialConfig struct {
 	URL string
 	// Token for NATS token authentication ("" for an open server).
 	Token string
+	// User and Password authenticate as a user of the server
+	// (ServerConfig.Users) instead of a token.
+	User, Password string
 	// Name identifies the client in the server's monitoring, e.g.
 	// "tegrl-actor-3".
 	Name string
@@ -64,6 +67,7 @@ type Conn struct {
 	reconnects    atomic.Uint64
 	asyncErrors   atomic.Uint64
 	slowConsumers atomic.Uint64
+	permErrors    atomic.Uint64
 
 	mu          sync.Mutex
 	onReconnect []func()
@@ -75,6 +79,9 @@ type ConnStats struct {
 	Reconnects    uint64 `json:"reconnects"`
 	AsyncErrors   uint64 `json:"async_errors"`
 	SlowConsumers uint64 `json:"slow_consumers"`
+	// PermissionErrors are publishes or subscriptions the server refused
+	// to this user (also counted in AsyncErrors).
+	PermissionErrors uint64 `json:"permission_errors"`
 }
 
 // Dial connects to the NATS server of cfg.URL. A wrong or missing token
@@ -145,16 +152,22 @@ func Dial(ctx context.Context, cfg DialConfig) (*Conn, error) {
 			if errors.Is(err, nats.ErrSlowConsumer) {
 				c.slowConsumers.Add(1)
 			}
+			if errors.Is(err, nats.ErrPermissionViolation) {
+				c.permErrors.Add(1)
+			}
 			c.log.Warn("NATS asynchronous error", "subject", subj, "err", err)
 		}),
 	}
 	if cfg.Token != "" {
 		opts = append(opts, nats.Token(cfg.Token))
 	}
+	if cfg.User != "" || cfg.Password != "" {
+		opts = append(opts, nats.UserInfo(cfg.User, cfg.Password))
+	}
 	if cfg.InProcess != nil {
 		// Checked here: over a pipe, the server's refusal reaches the
 		// client as a closed pipe, after its authentication timeout.
-		if subtle.ConstantTimeCompare([]byte(cfg.Token), []byte(cfg.InProcess.token)) != 1 {
+		if !cfg.InProcess.admits(cfg.Token, cfg.User, cfg.Password) {
 			return nil, fmt.Errorf("transport: dial the embedded server in process as %q: %w", cfg.Name, ErrUnauthorized)
 		}
 		opts = append(opts, nats.InProcessServer(cfg.InProcess.ns))
@@ -193,10 +206,11 @@ func (c *Conn) Connected() bool { return c.nc.IsConnected() }
 // Stats returns the connection's counters.
 func (c *Conn) Stats() ConnStats {
 	return ConnStats{
-		Disconnects:   c.disconnects.Load(),
-		Reconnects:    c.reconnects.Load(),
-		AsyncErrors:   c.asyncErrors.Load(),
-		SlowConsumers: c.slowConsumers.Load(),
+		Disconnects:      c.disconnects.Load(),
+		Reconnects:       c.reconnects.Load(),
+		AsyncErrors:      c.asyncErrors.Load(),
+		SlowConsumers:    c.slowConsumers.Load(),
+		PermissionErrors: c.permErrors.Load(),
 	}
 }
 
@@ -217,4 +231,21 @@ func (c *Conn) onReconnected(f func()) {
 	c.mu.Lock()
 	c.onReconnect = append(c.onReconnect, f)
 	c.mu.Unlock()
+}
+
+// admits reports whether the server would admit a client with these
+// credentials, compared in constant time.
+func (s *Server) admits(token, user, password string) bool {
+	if len(s.users) == 0 {
+		return subtle.ConstantTimeCompare([]byte(token), []byte(s.token)) == 1
+	}
+	ok := false
+	for _, u := range s.users {
+		name := subtle.ConstantTimeCompare([]byte(user), []byte(u.Name))
+		pass := subtle.ConstantTimeCompare([]byte(password), []byte(u.Password))
+		if name&pass == 1 {
+			ok = true
+		}
+	}
+	return ok && token == ""
 }

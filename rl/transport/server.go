@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -22,6 +23,9 @@ type ServerConfig struct {
 	Port int
 	// Token, when not empty, is required from every client.
 	Token string
+	// Users, when not empty, are the only clients admitted, each with the
+	// permissions of its role (User.Role); not together with Token.
+	Users []User
 	// JetStreamDir is where JetStream keeps streams, the key-value and the
 	// object store; "" uses a fresh temporary directory, removed by Shutdown.
 	JetStreamDir string
@@ -40,6 +44,7 @@ type ServerConfig struct {
 type Server struct {
 	ns     *server.Server
 	token  string // ServerConfig.Token, checked by in-process dials
+	users  []User // ServerConfig.Users, checked by in-process dials
 	dir    string
 	ownDir bool // dir is a temporary directory StartServer made
 	once   sync.Once
@@ -58,11 +63,18 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxPayload < 0 || cfg.MaxPayload > MaxFramePayload {
 		return nil, fmt.Errorf("transport: start NATS server: max payload %d out of range 0..%d", cfg.MaxPayload, MaxFramePayload)
 	}
+	if cfg.Token != "" && len(cfg.Users) > 0 {
+		return nil, errors.New("transport: start NATS server: a token and users together; give one")
+	}
+	susers, err := serverUsers(cfg.Users)
+	if err != nil {
+		return nil, fmt.Errorf("transport: start NATS server: %w", err)
+	}
 	port := cfg.Port
 	if port == 0 {
 		port = server.RANDOM_PORT // Options' 0 means NATS's default 4222
 	}
-	s := &Server{dir: cfg.JetStreamDir, token: cfg.Token}
+	s := &Server{dir: cfg.JetStreamDir, token: cfg.Token, users: append([]User(nil), cfg.Users...)}
 	if s.dir == "" {
 		d, err := os.MkdirTemp("", "tegrl-jetstream-")
 		if err != nil {
@@ -80,6 +92,9 @@ func StartServer(cfg ServerConfig) (*Server, error) {
 		MaxPayload:    int32(cfg.MaxPayload),
 		NoSigs:        true, // the embedding program owns the signals
 		NoLog:         cfg.Logger == nil,
+	}
+	if len(susers) > 0 {
+		opts.Users = susers
 	}
 	if int64(cfg.MaxPayload) > 64<<20 {
 		opts.MaxPending = int64(cfg.MaxPayload)
