@@ -13,18 +13,15 @@ import (
 // RoundState by solving a linear program with lpSolver; docs/gavel-policies.md
 // gives every formulation, its solver and its measured cost.
 
-// Errors the LP policies return for input no allocation can serve.
+// Errors the LP policies return for input no allocation can serve. A round
+// without active jobs is not one of them: its allocation is empty.
 var (
-	ErrRoundNoJobs     = errors.New("allocation: no active jobs")
 	ErrRoundNoCapacity = errors.New("allocation: the cluster has no GPUs")
 	ErrRoundJobCannot  = errors.New("allocation: a job can run on no GPU type")
 )
 
 // checkRound validates what every LP policy reads of s and x.
 func checkRound(s *RoundState, x []float64) error {
-	if len(s.Jobs) == 0 {
-		return ErrRoundNoJobs
-	}
 	nt := len(s.Types)
 	if nt == 0 || len(s.Capacity) != nt {
 		return fmt.Errorf("allocation: %d GPU types with %d capacities: %w", nt, len(s.Capacity), ErrRoundNoCapacity)
@@ -316,6 +313,9 @@ func (p *MaxMinFairnessPerf) Allocate(s *RoundState, x []float64) error {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	nj, nt := len(s.Jobs), len(s.Types)
+	if nj == 0 {
+		return nil
+	}
 	p.y = lpGrow(p.y, nj)
 	p.order = agnosticShares(s, p.y, p.order)
 	total := 0.0

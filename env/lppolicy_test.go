@@ -209,7 +209,6 @@ func TestMaxMinPerfErrors(t *testing.T) {
 		edit func(s *RoundState)
 		want error
 	}{
-		{"no jobs", func(s *RoundState) { s.Jobs = nil; s.Throughput = nil }, ErrRoundNoJobs},
 		{"zero capacity", func(s *RoundState) { s.Capacity = []int{0, 0} }, ErrRoundNoCapacity},
 		{"no types", func(s *RoundState) { s.Types = nil; s.Capacity = nil }, ErrRoundNoCapacity},
 		{"job cannot run", func(s *RoundState) { s.Throughput = []float64{0, 0} }, ErrRoundJobCannot},
@@ -217,6 +216,10 @@ func TestMaxMinPerfErrors(t *testing.T) {
 		{"NaN throughput", func(s *RoundState) { s.Throughput[0] = math.NaN() }, nil},
 		{"zero priority", func(s *RoundState) { s.Jobs[0].Priority = 0 }, nil},
 		{"short matrix", func(s *RoundState) { s.Throughput = s.Throughput[:1] }, nil},
+	}
+	// No active jobs: the empty allocation, no error.
+	if err := p.Allocate(&RoundState{Types: ok.Types, Capacity: ok.Capacity}, nil); err != nil {
+		t.Errorf("no jobs: %v", err)
 	}
 	for _, c := range cases {
 		s := *ok
