@@ -120,3 +120,20 @@ func BenchmarkMinTotalDurationPerf(b *testing.B) {
 func BenchmarkFinishTimeFairnessPerf(b *testing.B) {
 	benchPolicy(b, func() AllocationPolicy { return &FinishTimeFairness{Perf: true} })
 }
+
+func BenchmarkAlloX(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelRound(b, n, 1)
+			x := make([]float64, len(s.Throughput))
+			b.ReportAllocs()
+			for b.Loop() {
+				// A fresh policy each time: every job waits, the full matching.
+				p := &AlloX{}
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
