@@ -162,11 +162,19 @@ func ratio(num, den int64) *float64 {
 	return &x
 }
 
+// mean is sum/n, or nil without samples or when not finite (JSON has no
+// infinities: one would void the whole summary).
 func mean(sum float64, n int64) *float64 {
 	if n == 0 {
 		return nil
 	}
-	x := sum / float64(n)
+	return finitePtr(sum / float64(n))
+}
+
+func finitePtr(x float64) *float64 {
+	if !finite(x) {
+		return nil
+	}
 	return &x
 }
 
@@ -195,8 +203,7 @@ func (r *router) summary() ABSummary {
 		if st.rewardN > 1 {
 			m = st.rewardSum / float64(st.rewardN)
 			v = max(0, (st.rewardSumSq-float64(st.rewardN)*m*m)/float64(st.rewardN-1))
-			sd := math.Sqrt(v)
-			s.RewardStd = &sd
+			s.RewardStd = finitePtr(math.Sqrt(v))
 		}
 		moments = append(moments, mv{m, v, st.rewardN})
 		out.Arms = append(out.Arms, s)
@@ -205,60 +212,26 @@ func (r *router) summary() ABSummary {
 		a, b := moments[0], moments[1]
 		se := math.Sqrt(a.v/float64(a.n) + b.v/float64(b.n))
 		if se > 0 {
-			t := (a.m - b.m) / se
-			out.RewardWelchT = &t
+			out.RewardWelchT = finitePtr((a.m - b.m) / se)
 		}
 	}
 	return out
 }
 
-// decisionLog remembers recent decisions' arms, so that outcomes can be
-// attributed: a ring indexed by the decision's sequence number.
-type decisionLog struct {
-	mu   sync.Mutex
-	seq  []uint64 // sequence number held in each entry (0: empty)
-	arms []*arm
-	done []bool
-}
-
-func newDecisionLog(n int) *decisionLog {
-	return &decisionLog{seq: make([]uint64, n), arms: make([]*arm, n), done: make([]bool, n)}
-}
-
-func (d *decisionLog) add(seq uint64, a *arm) {
-	d.mu.Lock()
-	k := seq % uint64(len(d.seq))
-	d.seq[k], d.arms[k], d.done[k] = seq, a, false
-	d.mu.Unlock()
-}
-
-// take returns the arm of decision seq and marks its outcome received;
-// errors when the decision is unknown (too old or never made) or already
-// has an outcome.
-func (d *decisionLog) take(seq uint64) (*arm, error) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	k := seq % uint64(len(d.seq))
-	if seq == 0 || d.seq[k] != seq {
-		return nil, fmt.Errorf("unknown decision (expired from the last %d, or never made)", len(d.seq))
-	}
-	if d.done[k] {
-		return nil, fmt.Errorf("outcome already reported")
-	}
-	d.done[k] = true
-	return d.arms[k], nil
-}
-
-// record adds an outcome to the arm's statistics.
-func (a *arm) record(o *OutcomeRequest) {
+// record adds an outcome to the arm's statistics and returns the arm's
+// mean reward when the outcome has a reward. Rewards are bounded
+// (MaxReward), so the sums stay finite.
+func (a *arm) record(o *OutcomeRequest) *float64 {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := &a.st
 	st.outcomes++
+	var m *float64
 	if o.Reward != nil {
 		st.rewardN++
 		st.rewardSum += *o.Reward
 		st.rewardSumSq += *o.Reward * *o.Reward
+		m = mean(st.rewardSum, st.rewardN)
 	}
 	if o.Success != nil {
 		st.successN++
@@ -280,4 +253,5 @@ func (a *arm) record(o *OutcomeRequest) {
 		st.waitN++
 		st.waitSum += *o.WaitS
 	}
+	return m
 }

@@ -30,6 +30,17 @@ type MachineJSON struct {
 	Up *bool `json:"up,omitempty"`
 }
 
+// RackJSON sets a rack's properties in a full state update.
+type RackJSON struct {
+	// Name is a rack that machines name.
+	Name string `json:"name"`
+	// PowerBudgetW is the rack's power cap in watts (its PDU budget),
+	// which the safety layer keeps the rack's estimated power under.
+	PowerBudgetW *float64 `json:"power_budget_w,omitempty"`
+	// UplinkGbps is the top-of-rack switch's uplink bandwidth.
+	UplinkGbps *float64 `json:"uplink_gbps,omitempty"`
+}
+
 // JobJSON describes a job: a pending one to decide, or one that started.
 type JobJSON struct {
 	Name string `json:"name,omitempty"`
@@ -97,8 +108,12 @@ type QueueJSON struct {
 type StateRequest struct {
 	// TimeS is the cluster's clock in seconds (request clock only): the
 	// model advances whole ticks up to it. It never moves back.
-	TimeS         *float64            `json:"time_s,omitempty"`
-	Machines      []MachineJSON       `json:"machines,omitempty"`
+	TimeS    *float64      `json:"time_s,omitempty"`
+	Machines []MachineJSON `json:"machines,omitempty"`
+	// Racks sets the power budget and uplink of racks the machines name
+	// (only with Machines; unlisted racks keep the defaults: 0.8 of their
+	// machines' peak power, the default uplink).
+	Racks         []RackJSON          `json:"racks,omitempty"`
 	MachineStatus []MachineStatusJSON `json:"machine_status,omitempty"`
 	Stopped       []string            `json:"stopped,omitempty"`
 	Started       []StartedJSON       `json:"started,omitempty"`
@@ -175,6 +190,12 @@ type bodyError struct{ msg string }
 
 func (e *bodyError) Error() string { return e.msg }
 
+// bodyTimeoutError is a body that did not arrive before the request's
+// deadline: 408.
+type bodyTimeoutError struct{}
+
+func (e *bodyTimeoutError) Error() string { return "request body not received before the deadline" }
+
 // decodeStrict decodes one JSON value from r into v: unknown fields,
 // trailing data and type mismatches are errors that name the field.
 func decodeStrict(r io.Reader, v any) error {
@@ -211,6 +232,8 @@ func jsonError(err error) error {
 	switch {
 	case errors.As(err, &mbe):
 		return err // the handler answers 413
+	case isTimeout(err):
+		return &bodyTimeoutError{}
 	case errors.Is(err, io.EOF):
 		return &bodyError{"empty body: want a JSON object"}
 	case errors.Is(err, io.ErrUnexpectedEOF):

@@ -57,7 +57,7 @@ func TestStateAndDecide(t *testing.T) {
 		t.Fatalf("decide: %d %s", code, b)
 	}
 	dr := decodeBody[DecideResponse](t, b)
-	if dr.Arm != "a" || dr.PolicyVersion != "langevin" || dr.Verdict != "placed" || dr.Action.Machine == nil || dr.ModelTimeS != 90 || !strings.HasPrefix(dr.DecisionID, s.prefix+"-") {
+	if dr.Arm != "a" || dr.PolicyVersion != "langevin" || dr.Verdict != "placed" || dr.Action.Machine == nil || dr.ModelTimeS != 90 || len(dr.DecisionID) != 32 {
 		t.Fatalf("decide response %s", b)
 	}
 	st := s.model.live.State()
@@ -120,10 +120,10 @@ func TestRequestErrors(t *testing.T) {
 		{"/v1/state", `{"machines":[{"name":"a","cpu_milli":1,"mem_mib":1,"gpus":2}]}`, 400, "machines[0].gpu_model: empty with 2 GPUs"},
 		{"/v1/state", `{"machines":[{"name":"a","cpu_milli":1,"mem_mib":1},{"name":"a","cpu_milli":1,"mem_mib":1}]}`, 400, `machines[1].name: "a" already names machines[0]`},
 		{"/v1/state", `{"machines":[{"name":"a","cpu_milli":1,"mem_mib":1}],"stopped":["run"]}`, 400, "stopped: not allowed with machines"},
-		{"/v1/outcome", `{"decision_id":"x-1","reward":1}`, 400, `decision_id: "x-1" is not a decision of this service`},
+		{"/v1/outcome", `{"decision_id":"x-1","reward":1}`, 400, `decision_id: "x-1": not a decision id of this service`},
 		{"/v1/outcome", `{"decision_id":"x-1"}`, 400, "no measurement"},
-		{"/v1/outcome", `{"decision_id":"` + s.prefix + `-999","reward":1}`, 400, "unknown decision"},
-		{"/v1/outcome", `{"decision_id":"` + s.prefix + `-1","jct_s":-3}`, 400, "jct_s: -3"},
+		{"/v1/outcome", `{"decision_id":"00000000000000000000000000000999","reward":1}`, 400, "unknown decision"},
+		{"/v1/outcome", `{"decision_id":"00000000000000000000000000000001","jct_s":-3}`, 400, "jct_s: -3"},
 	} {
 		code, b := call(t, h, "POST", tc.path, tc.body)
 		if msg := decodeBody[apiError](t, b).Error; code != tc.code || !strings.Contains(msg, tc.want) {
@@ -138,8 +138,10 @@ func TestRequestErrors(t *testing.T) {
 	}
 }
 
-// TestDecideDeterministic: the same seed and requests give the same bytes.
+// TestDecideDeterministic: the same seed and requests give the same bytes,
+// but for the decision ids, which are random (and must differ).
 func TestDecideDeterministic(t *testing.T) {
+	ids := map[string]bool{}
 	run := func() []byte {
 		s := newTestService(t, Config{Seed: 5, Arms: []ArmConfig{{Name: "a", Spec: "langevin", Weight: 1}, {Name: "b", Spec: "p2c", Weight: 1}}})
 		h := s.Handler()
@@ -150,8 +152,12 @@ func TestDecideDeterministic(t *testing.T) {
 			if code != http.StatusOK {
 				t.Fatalf("decide: %d %s", code, b)
 			}
-			out.Write(b)
 			d := decodeBody[DecideResponse](t, b)
+			if ids[d.DecisionID] {
+				t.Fatalf("decision id %s issued twice", d.DecisionID)
+			}
+			ids[d.DecisionID] = true
+			out.Write(bytes.Replace(b, []byte(d.DecisionID), []byte("ID"), 1))
 			if d.Action.Machine != nil {
 				call(t, h, "POST", "/v1/state", StateRequest{TimeS: f64(float64(10 * k)), Started: []StartedJSON{{Key: key, Machine: *d.Action.Machine, Job: JobJSON{CPUMilli: int64(500 + 250*k), MemMiB: 2048, GPUs: k % 3}}}})
 			}

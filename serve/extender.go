@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -171,56 +173,68 @@ func (s *Service) extenderArgs(w http.ResponseWriter, r *http.Request) (*extende
 		return nil, JobJSON{}, err
 	}
 	if args.Pod == nil {
-		return nil, JobJSON{}, fieldErr("Pod", "missing")
+		return &args, JobJSON{}, fieldErr("Pod", "missing")
 	}
 	if args.Pod.Name == "" {
-		return nil, JobJSON{}, fieldErr("Pod.metadata.name", "empty")
+		return &args, JobJSON{}, fieldErr("Pod.metadata.name", "empty")
+	}
+	if len(podKey(args.Pod)) > maxKeyLen {
+		return &args, JobJSON{}, fieldErr("Pod.metadata.name", "namespace/name longer than %d bytes", maxKeyLen)
 	}
 	js, err := podJob(args.Pod)
 	return &args, js, err
 }
 
+// Filter failure reasons.
+const (
+	reasonUnknownNode = "tegrl: unknown node (not in tegrl's model of the cluster)"
+	reasonDown        = "tegrl: machine is down"
+	reasonFree        = "tegrl: insufficient free cpu, memory or GPU"
+	reasonSafety      = "tegrl: refused by the safety layer (memory or rack power barrier)"
+	reasonGPUModel    = "tegrl: the node's GPU model is not among the pod's allowed models"
+	reasonTooLarge    = "tegrl: the pod requests more cpu, memory or GPUs than the node has"
+)
+
+// nodeReason says why machine i does not take r now, and whether
+// preempting pods could change that (false: unresolvable); "" when it
+// takes it.
+func nodeReason(c *env.Cluster, st *env.State, i int, r *env.Request) (string, bool) {
+	m := &c.Machines[i]
+	switch {
+	case !st.M[i].Up:
+		return reasonDown, false
+	case r.CPU > m.CPU || r.Mem > m.Mem || r.GPUs > m.GPUs:
+		return reasonTooLarge, false
+	case r.GPUs > 0 && !st.ModelOK(i, r):
+		return reasonGPUModel, false
+	case !st.Fits(i, r):
+		return reasonFree, true
+	case !st.Admit(i, r):
+		return reasonSafety, true
+	}
+	return "", true
+}
+
 // Filter answers kube-scheduler's filter call: the nodes where the pod
 // fits now and the safety layer admits it pass; the others fail with the
-// reason. Nodes the model does not know pass (tegrl has no opinion on
-// them) and are counted.
+// reason, in FailedNodes when preempting pods could make room (free
+// capacity, the safety layer) and in FailedAndUnresolvableNodes when not
+// (machine down, the pod larger than the node, a GPU model it does not
+// allow, a node tegrl does not know).
 func (s *Service) Filter(args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.ExtenderFilterResult, error) {
+	return s.FilterContext(context.Background(), args, js)
+}
+
+// FilterContext is Filter for a request that ends with ctx.
+func (s *Service) FilterContext(ctx context.Context, args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.ExtenderFilterResult, error) {
 	names := nodeNames(args)
 	var res extenderv1.ExtenderFilterResult
-	failed := extenderv1.FailedNodesMap{}
+	failed, unresolvable := extenderv1.FailedNodesMap{}, extenderv1.FailedNodesMap{}
 	pass := make([]bool, len(names))
-	s.mu.Lock()
-	if s.model == nil {
-		s.mu.Unlock()
-		return res, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
-	}
-	j, err := s.model.job(js, "Pod", s.model.live.Now())
+	unknown, err := s.filterNodes(ctx, names, js, pass, failed, unresolvable)
 	if err != nil {
-		s.mu.Unlock()
 		return res, err
 	}
-	st := s.model.live.State()
-	req := s.model.live.Request(&j)
-	unknown := 0
-	for k, n := range names {
-		i, ok := s.model.machines[n]
-		switch {
-		case !ok:
-			pass[k] = true
-			unknown++
-		case !st.M[i].Up:
-			failed[n] = "tegrl: machine is down"
-		case s.kubeClosed(n):
-			failed[n] = "tegrl: node is cordoned or not Ready"
-		case !st.Fits(i, &req):
-			failed[n] = "tegrl: insufficient free cpu, memory or GPU"
-		case !st.Admit(i, &req):
-			failed[n] = "tegrl: refused by the safety layer (memory or rack power barrier)"
-		default:
-			pass[k] = true
-		}
-	}
-	s.mu.Unlock()
 	s.met.unknownNode.Add(float64(unknown))
 	if args.NodeNames != nil {
 		keep := make([]string, 0, len(names))
@@ -239,19 +253,67 @@ func (s *Service) Filter(args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1
 		}
 		res.Nodes = nl
 	}
-	res.FailedNodes = failed
+	res.FailedNodes, res.FailedAndUnresolvableNodes = failed, unresolvable
 	return res, nil
+}
+
+// filterNodes sets pass[k] for the nodes that take the pod and fills the
+// failure maps for the others, under the model's lock; it returns how
+// many nodes were unknown.
+func (s *Service) filterNodes(ctx context.Context, names []string, js *JobJSON, pass []bool, failed, unresolvable extenderv1.FailedNodesMap) (int, error) {
+	if err := s.mu.LockContext(ctx); err != nil {
+		return 0, err
+	}
+	defer s.mu.Unlock()
+	if s.model == nil {
+		return 0, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
+	}
+	j, err := s.model.job(js, "Pod", s.model.live.Now())
+	if err != nil {
+		return 0, err
+	}
+	l := s.model.live
+	st, c := l.State(), l.Cluster()
+	req := l.Request(&j)
+	unknown := 0
+	for k, n := range names {
+		i, ok := s.model.machines[n]
+		if !ok {
+			unresolvable[n] = reasonUnknownNode
+			unknown++
+			continue
+		}
+		why, resolvable := nodeReason(c, st, i, &req)
+		if why == "" && s.kubeClosed(n) {
+			why = "tegrl: node is cordoned or not Ready" // until the cluster opens it again
+		}
+		switch {
+		case why == "":
+			pass[k] = true
+		case resolvable:
+			failed[n] = why
+		default:
+			unresolvable[n] = why
+		}
+	}
+	return unknown, nil
 }
 
 func (s *Service) handleFilter(w http.ResponseWriter, r *http.Request) {
 	args, js, err := s.extenderArgs(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
+	var res extenderv1.ExtenderFilterResult
+	if err == nil {
+		res, err = s.FilterContext(r.Context(), args, &js)
 	}
-	res, err := s.Filter(args, &js)
 	if err != nil {
-		writeError(w, err)
+		// kube-scheduler reads the reason only from a 200 answer's Error
+		// (it logs nothing but the status code of others).
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = fmt.Errorf("body larger than the limit of %d bytes", mbe.Limit)
+		}
+		s.met.extenderErrors.WithLabelValues("filter").Inc()
+		writeJSON(w, http.StatusOK, extenderv1.ExtenderFilterResult{Error: "tegrl: " + err.Error()})
 		return
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -262,24 +324,27 @@ func (s *Service) handleFilter(w http.ResponseWriter, r *http.Request) {
 // other admitted nodes 1 to 9 by their Langevin energy (lower energy,
 // higher score), nodes that do not admit the pod and unknown nodes 0.
 func (s *Service) Prioritize(args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.HostPriorityList, error) {
+	return s.PrioritizeContext(context.Background(), args, js)
+}
+
+// PrioritizeContext is Prioritize for a request that ends with ctx.
+func (s *Service) PrioritizeContext(ctx context.Context, args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.HostPriorityList, error) {
 	names := nodeNames(args)
 	key := podKey(args.Pod)
-	s.mu.Lock()
-	d, err := s.decide(key, js, "prioritize")
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
-	}
 	idx := make([]int, len(names))
-	for k, n := range names {
-		if i, ok := s.model.machines[n]; ok {
-			idx[k] = i
-		} else {
-			idx[k] = -1
+	var energies []float64
+	d, err := s.decide(ctx, key, js, "prioritize", func(d *decision) error {
+		for k, n := range names {
+			if i, ok := s.model.machines[n]; ok {
+				idx[k] = i
+			} else {
+				idx[k] = -1
+			}
 		}
-	}
-	energies, err := s.model.live.Energies(&d.job, idx, make([]float64, 0, len(idx)))
-	s.mu.Unlock()
+		var err error
+		energies, err = s.model.live.Energies(&d.job, idx, make([]float64, 0, len(idx)))
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -310,14 +375,24 @@ func (s *Service) Prioritize(args *extenderv1.ExtenderArgs, js *JobJSON) (extend
 
 func (s *Service) handlePrioritize(w http.ResponseWriter, r *http.Request) {
 	args, js, err := s.extenderArgs(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
+	var res extenderv1.HostPriorityList
+	if err == nil {
+		res, err = s.PrioritizeContext(r.Context(), args, &js)
 	}
-	res, err := s.Prioritize(args, &js)
 	if err != nil {
-		writeError(w, err)
-		return
+		// A HostPriorityList has no error field, and kube-scheduler drops
+		// the body of a non-200 answer: every node scores 0 (tegrl has no
+		// preference, kube-scheduler's own scores decide) and the reason
+		// goes in the X-Tegrl-Error header and the log.
+		s.met.extenderErrors.WithLabelValues("prioritize").Inc()
+		s.log.Warn("prioritize: no scores for this pod", "err", err)
+		w.Header().Set("X-Tegrl-Error", clip(strings.ReplaceAll(err.Error(), "\n", " "), 512))
+		res = extenderv1.HostPriorityList{}
+		if args != nil {
+			for _, n := range nodeNames(args) {
+				res = append(res, extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority})
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, res)
 }

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -51,9 +52,12 @@ func TestPodJob(t *testing.T) {
 	}
 }
 
-// TestExtender: filter passes the nodes that admit the pod (and those the
-// model does not know) in the form it was asked in; prioritize scores
-// 0-10, the scheduler's machine 10.
+// TestExtender: filter passes the nodes that admit the pod in the form it
+// was asked in and fails the others with a reason (a node the model does
+// not know among them); prioritize scores 0-10, the scheduler's machine
+// 10; bad pods and bodies answer 200 with the reason inside (filter's
+// Error; prioritize's X-Tegrl-Error header and zero scores), since
+// kube-scheduler discards the body of any other status.
 func TestExtender(t *testing.T) {
 	s := newTestService(t, Config{})
 	h := s.Handler()
@@ -74,7 +78,8 @@ func TestExtender(t *testing.T) {
 		t.Fatalf("filter: %d %s", code, b)
 	}
 	fr := decodeBody[extenderv1.ExtenderFilterResult](t, b)
-	if fr.NodeNames == nil || !slices.Equal(*fr.NodeNames, []string{names[0], names[2]}) || fr.FailedNodes[names[1]] == "" || fr.Nodes != nil {
+	if fr.NodeNames == nil || !slices.Equal(*fr.NodeNames, []string{names[0]}) || len(fr.FailedNodes) != 0 || fr.Nodes != nil ||
+		fr.FailedAndUnresolvableNodes[names[1]] != reasonTooLarge || fr.FailedAndUnresolvableNodes[names[2]] != reasonUnknownNode {
 		t.Errorf("filter by names: %s", b)
 	}
 	nodes := &v1.NodeList{}
@@ -83,7 +88,7 @@ func TestExtender(t *testing.T) {
 	}
 	code, b = call(t, h, "POST", "/filter", extenderv1.ExtenderArgs{Pod: pod, Nodes: nodes})
 	fr = decodeBody[extenderv1.ExtenderFilterResult](t, b)
-	if code != http.StatusOK || fr.Nodes == nil || len(fr.Nodes.Items) != 2 || fr.Nodes.Items[0].Name != names[0] || fr.NodeNames != nil {
+	if code != http.StatusOK || fr.Nodes == nil || len(fr.Nodes.Items) != 1 || fr.Nodes.Items[0].Name != names[0] || fr.NodeNames != nil {
 		t.Errorf("filter by nodes: %d %s", code, b)
 	}
 
@@ -123,12 +128,21 @@ func TestExtender(t *testing.T) {
 		{`{"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"lots"}}}]}}}`, "malformed JSON"},
 		{`{"Pod":`, "malformed JSON"},
 	} {
-		for _, path := range []string{"/filter", "/prioritize"} {
-			code, b := call(t, h, "POST", path, tc.body)
-			if msg := decodeBody[apiError](t, b).Error; code != http.StatusBadRequest || !strings.Contains(msg, tc.want) {
-				t.Errorf("%s %s: %d %s, want 400 with %q", path, tc.body, code, b, tc.want)
-			}
+		code, b := call(t, h, "POST", "/filter", tc.body)
+		if fr := decodeBody[extenderv1.ExtenderFilterResult](t, b); code != http.StatusOK || !strings.Contains(fr.Error, tc.want) || fr.NodeNames != nil {
+			t.Errorf("/filter %s: %d %s, want 200 with Error %q", tc.body, code, b, tc.want)
 		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/prioritize", strings.NewReader(tc.body)))
+		if rec.Code != http.StatusOK || !strings.Contains(rec.Header().Get("X-Tegrl-Error"), tc.want) {
+			t.Errorf("/prioritize %s: %d %q %s, want 200 with X-Tegrl-Error %q", tc.body, rec.Code, rec.Header().Get("X-Tegrl-Error"), rec.Body.Bytes(), tc.want)
+		}
+	}
+	// A pod the model cannot take scores 0 on every node named.
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("POST", "/prioritize", strings.NewReader(`{"Pod":{"metadata":{"name":"x"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"-1"}}}]}},"NodeNames":["a","b"]}`)))
+	if hp := decodeBody[extenderv1.HostPriorityList](t, rec.Body.Bytes()); len(hp) != 2 || hp[0] != (extenderv1.HostPriority{Host: "a"}) || hp[1] != (extenderv1.HostPriority{Host: "b"}) {
+		t.Errorf("prioritize of a bad pod: %s", rec.Body.Bytes())
 	}
 	// Kubernetes objects carry fields tegrl does not read: accepted.
 	code, b = call(t, h, "POST", "/filter", `{"Pod":{"metadata":{"name":"x","labels":{"a":"b"}},"spec":{"nodeSelector":{"k":"v"},"containers":[]},"status":{"phase":"Pending"}},"NodeNames":["`+all[0]+`"]}`)

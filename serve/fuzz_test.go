@@ -76,7 +76,7 @@ func FuzzDecodeOutcome(f *testing.F) {
 	for _, seed := range []string{
 		`{"decision_id":"` + id + `","reward":0.5,"success":true,"sla_violated":false,"jct_s":10,"wait_s":1}`,
 		`{"decision_id":"` + id + `","reward":-1e308}`,
-		`{"decision_id":"` + s.prefix + `-18446744073709551615","wait_s":1}`,
+		`{"decision_id":"ffffffffffffffffffffffffffffffff","wait_s":1}`,
 		`{"decision_id":"-","jct_s":0}`,
 	} {
 		f.Add([]byte(seed))

@@ -85,6 +85,77 @@ func usageKey(key string) int {
 
 func finiteNonNeg(x float64) bool { return x >= 0 && !math.IsInf(x, 0) }
 
+// Bounds on the numbers of requests: finite, and small enough that sums
+// and products of many of them stay finite.
+const (
+	// MaxTimeS bounds times and durations in seconds (about 317 years).
+	MaxTimeS = 1e10
+	// MaxReward bounds the magnitude of an outcome's reward.
+	MaxReward = 1e9
+	// maxRatio bounds measured usage ratios.
+	maxRatio = 1e3
+	// maxGbps bounds bandwidths.
+	maxGbps = 1e6
+	// maxPowerW bounds power figures (a megawatt rack is far beyond any).
+	maxPowerW = 1e9
+	// maxKeyLen bounds job keys and names.
+	maxKeyLen = 1024
+	// maxListLen bounds each list of a state update.
+	maxListLen = 1 << 20
+)
+
+// boundedTime reports whether x is a time in [0, MaxTimeS].
+func boundedTime(x float64) bool { return x >= 0 && x <= MaxTimeS }
+
+// stateLimits checks the sizes of a state update before anything else.
+func stateLimits(req *StateRequest, maxMachines int) error {
+	switch {
+	case maxMachines > 0 && len(req.Machines) > maxMachines:
+		return fieldErr("machines", "%d machines, more than the limit of %d", len(req.Machines), maxMachines)
+	case len(req.Racks) > 0 && len(req.Machines) == 0:
+		return fieldErr("racks", "only with machines (a full update)")
+	case len(req.Started) > maxListLen || len(req.Stopped) > maxListLen || len(req.Usage) > maxListLen ||
+		len(req.MachineStatus) > maxListLen || len(req.Racks) > maxListLen:
+		return fieldErr("started", "a list of more than %d entries", maxListLen)
+	}
+	return nil
+}
+
+// applyRacks sets the racks' properties of a full update on c.
+func applyRacks(c *env.Cluster, racks []RackJSON) error {
+	if len(racks) == 0 {
+		return nil
+	}
+	byName := make(map[string]int, len(c.Racks))
+	for r := range c.Racks {
+		byName[c.Racks[r].Name] = r
+	}
+	seen := make(map[string]bool, len(racks))
+	for i := range racks {
+		rk := &racks[i]
+		f := "racks[" + strconv.Itoa(i) + "]"
+		r, ok := byName[rk.Name]
+		switch {
+		case !ok:
+			return fieldErr(f+".name", "no machine is in rack %q", clip(rk.Name, 80))
+		case seen[rk.Name]:
+			return fieldErr(f+".name", "rack %q listed twice", rk.Name)
+		case rk.PowerBudgetW != nil && !(*rk.PowerBudgetW > 0 && *rk.PowerBudgetW <= maxPowerW):
+			return fieldErr(f+".power_budget_w", "%v must be > 0 and <= %g", *rk.PowerBudgetW, maxPowerW)
+		case rk.UplinkGbps != nil && !(*rk.UplinkGbps > 0 && *rk.UplinkGbps <= maxGbps):
+			return fieldErr(f+".uplink_gbps", "%v must be > 0 and <= %g", *rk.UplinkGbps, maxGbps)
+		}
+		seen[rk.Name] = true
+		if rk.PowerBudgetW != nil {
+			c.Racks[r].PowerBudgetW = *rk.PowerBudgetW
+		}
+		if rk.UplinkGbps != nil {
+			c.Racks[r].UplinkGbps = *rk.UplinkGbps
+		}
+	}
+	return nil
+}
+
 // job converts an API job to an env job that arrived wait_s before now.
 // Errors name the field under prefix.
 func (m *model) job(js *JobJSON, prefix string, now float64) (env.Job, error) {
@@ -120,12 +191,16 @@ func (m *model) job(js *JobJSON, prefix string, now float64) (env.Job, error) {
 		return j, fieldErr(prefix+".gpu_milli", "%d outside (0, 1000]", js.GPUMilli)
 	case js.GPUs > 1 && js.GPUMilli != 0 && js.GPUMilli != env.MilliGPU:
 		return j, fieldErr(prefix+".gpu_milli", "%d with %d GPUs: multi-GPU jobs take whole GPUs", js.GPUMilli, js.GPUs)
-	case !finiteNonNeg(js.DeadlineS):
-		return j, fieldErr(prefix+".deadline_s", "%v must be finite and >= 0", js.DeadlineS)
-	case !finiteNonNeg(js.LatencySLOS):
-		return j, fieldErr(prefix+".latency_slo_s", "%v must be finite and >= 0", js.LatencySLOS)
-	case !finiteNonNeg(js.WaitS):
-		return j, fieldErr(prefix+".wait_s", "%v must be finite and >= 0", js.WaitS)
+	case !boundedTime(js.DeadlineS):
+		return j, fieldErr(prefix+".deadline_s", "%v must be finite, >= 0 and <= %g", js.DeadlineS, MaxTimeS)
+	case !boundedTime(js.LatencySLOS):
+		return j, fieldErr(prefix+".latency_slo_s", "%v must be finite, >= 0 and <= %g", js.LatencySLOS, MaxTimeS)
+	case !boundedTime(js.WaitS):
+		return j, fieldErr(prefix+".wait_s", "%v must be finite, >= 0 and <= %g", js.WaitS, MaxTimeS)
+	case len(js.Name) > maxKeyLen || len(js.Service) > maxKeyLen || len(js.Tenant) > maxKeyLen:
+		return j, fieldErr(prefix+".name", "name, service or tenant longer than %d bytes", maxKeyLen)
+	case len(js.GPUModels) > 64:
+		return j, fieldErr(prefix+".gpu_models", "%d models, at most 64", len(js.GPUModels))
 	}
 	j.CPU, j.Mem, j.GPUs, j.GPUMilli = js.CPUMilli, js.MemMiB, js.GPUs, js.GPUMilli
 	if j.GPUs > 0 && j.GPUMilli == 0 {
@@ -138,8 +213,8 @@ func (m *model) job(js *JobJSON, prefix string, now float64) (env.Job, error) {
 	}
 	j.GPUModels = js.GPUModels
 	if d := js.DurationS; d != nil {
-		if !finiteNonNeg(*d) {
-			return j, fieldErr(prefix+".duration_s", "%v must be finite and >= 0", *d)
+		if !boundedTime(*d) {
+			return j, fieldErr(prefix+".duration_s", "%v must be finite, >= 0 and <= %g", *d, MaxTimeS)
 		}
 		j.Duration = *d
 	}
@@ -159,8 +234,8 @@ func (m *model) job(js *JobJSON, prefix string, now float64) (env.Job, error) {
 		j.NetGbps = 0.05 * float64(j.CPU) / 1000
 	}
 	if g := js.NetGbps; g != nil {
-		if !finiteNonNeg(*g) {
-			return j, fieldErr(prefix+".net_gbps", "%v must be finite and >= 0", *g)
+		if !(*g >= 0 && *g <= maxGbps) {
+			return j, fieldErr(prefix+".net_gbps", "%v must be finite, >= 0 and <= %g", *g, maxGbps)
 		}
 		j.NetGbps = *g
 	}
@@ -181,6 +256,8 @@ func machineSpecs(ms []MachineJSON) ([]env.MachineSpec, error) {
 		switch {
 		case m.Name == "":
 			return nil, fieldErr(f+".name", "empty")
+		case len(m.Name) > maxKeyLen || len(m.Rack) > maxKeyLen || len(m.GPUModel) > maxKeyLen:
+			return nil, fieldErr(f+".name", "name, rack or gpu_model longer than %d bytes", maxKeyLen)
 		case m.CPUMilli <= 0:
 			return nil, fieldErr(f+".cpu_milli", "%d must be > 0", m.CPUMilli)
 		case m.MemMiB <= 0:
@@ -189,9 +266,9 @@ func machineSpecs(ms []MachineJSON) ([]env.MachineSpec, error) {
 			return nil, fieldErr(f+".gpus", "%d outside [0, %d]", m.GPUs, env.MaxGPUsPerMachine)
 		case m.GPUs > 0 && m.GPUModel == "":
 			return nil, fieldErr(f+".gpu_model", "empty with %d GPUs", m.GPUs)
-		case !finiteNonNeg(m.IdleW):
-			return nil, fieldErr(f+".idle_w", "%v must be finite and >= 0", m.IdleW)
-		case !finiteNonNeg(m.PeakW) || (m.PeakW > 0 && m.PeakW < m.IdleW) || (m.PeakW == 0 && m.IdleW > 0):
+		case !(m.IdleW >= 0 && m.IdleW <= maxPowerW):
+			return nil, fieldErr(f+".idle_w", "%v must be finite, >= 0 and <= %g", m.IdleW, maxPowerW)
+		case !(m.PeakW >= 0 && m.PeakW <= maxPowerW) || (m.PeakW > 0 && m.PeakW < m.IdleW) || (m.PeakW == 0 && m.IdleW > 0):
 			return nil, fieldErr(f+".peak_w", "%v must be finite and >= idle_w %v (or both 0)", m.PeakW, m.IdleW)
 		}
 		if k, dup := seen[m.Name]; dup {
@@ -208,8 +285,8 @@ func machineSpecs(ms []MachineJSON) ([]env.MachineSpec, error) {
 // itself (a field out of range, an unknown machine or job, a duplicate
 // key) is a 400 that changes nothing.
 func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
-	if t := req.TimeS; t != nil && !finiteNonNeg(*t) {
-		return nil, fieldErr("time_s", "%v must be finite and >= 0", *t)
+	if t := req.TimeS; t != nil && !boundedTime(*t) {
+		return nil, fieldErr("time_s", "%v must be finite, >= 0 and <= %g", *t, MaxTimeS)
 	}
 	var specs []env.MachineSpec
 	known := func(string) bool { return false }
@@ -262,6 +339,8 @@ func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
 		switch {
 		case sj.Key == "":
 			return nil, fieldErr(f+".key", "empty")
+		case len(sj.Key) > maxKeyLen:
+			return nil, fieldErr(f+".key", "%d bytes, at most %d", len(sj.Key), maxKeyLen)
 		case started[sj.Key]:
 			return nil, fieldErr(f+".key", "job %q listed twice", sj.Key)
 		case running(sj.Key) && !stopped[sj.Key]:
@@ -301,8 +380,8 @@ func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
 			return nil, fieldErr("queue.cpu_milli", "%d must be >= 0", q.CPUMilli)
 		case q.GPUMilli < 0:
 			return nil, fieldErr("queue.gpu_milli", "%d must be >= 0", q.GPUMilli)
-		case !finiteNonNeg(q.MeanWaitS):
-			return nil, fieldErr("queue.mean_wait_s", "%v must be finite and >= 0", q.MeanWaitS)
+		case !boundedTime(q.MeanWaitS):
+			return nil, fieldErr("queue.mean_wait_s", "%v must be finite, >= 0 and <= %g", q.MeanWaitS, MaxTimeS)
 		}
 	}
 	return specs, nil
@@ -310,10 +389,10 @@ func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
 
 func checkUsage(u *UsageJSON, f string) error {
 	switch {
-	case !finiteNonNeg(u.CPURatio):
-		return fieldErr(f+".cpu_ratio", "%v must be finite and >= 0", u.CPURatio)
-	case !finiteNonNeg(u.MemRatio):
-		return fieldErr(f+".mem_ratio", "%v must be finite and >= 0", u.MemRatio)
+	case !(u.CPURatio >= 0 && u.CPURatio <= maxRatio):
+		return fieldErr(f+".cpu_ratio", "%v must be finite, >= 0 and <= %g", u.CPURatio, maxRatio)
+	case !(u.MemRatio >= 0 && u.MemRatio <= maxRatio):
+		return fieldErr(f+".mem_ratio", "%v must be finite, >= 0 and <= %g", u.MemRatio, maxRatio)
 	}
 	return nil
 }

@@ -2,7 +2,7 @@ package serve
 
 import (
 	"context"
-	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,12 +43,25 @@ type Config struct {
 	Sim env.SimConfig
 	// Arms are the A/B arms (default: one arm "a" serving langevin).
 	Arms []ArmConfig
-	// AdminToken is the bearer token of POST /v1/policies; empty
-	// disables the endpoint.
+	// ReadToken is the bearer token of the read role (decide, filter,
+	// prioritize); empty leaves the role open.
+	ReadToken string
+	// WriteToken is the bearer token of the write role (state, outcome,
+	// bind); empty leaves the role open. It also grants the read role.
+	WriteToken string
+	// AdminToken is the bearer token of the admin role (POST
+	// /v1/policies, and GET /v1/policies and /v1/ab when set); empty
+	// disables the policy upload. It grants every role.
 	AdminToken string
-	// MaxBodyBytes caps JSON request bodies (default 32 MiB: a full state
-	// of 100,000 machines fits).
+	// TLS, when set, serves HTTPS with it (see LoadTLS).
+	TLS *tls.Config
+	// MaxBodyBytes caps the bodies of state updates and extender calls
+	// (default 32 MiB: a full state of 100,000 machines fits); decisions
+	// and outcomes are capped at 64 KiB.
 	MaxBodyBytes int64
+	// MaxMachines caps the machines of a full state update (default
+	// 100,000).
+	MaxMachines int
 	// MaxPolicyBytes caps policy files (default 256 MiB).
 	MaxPolicyBytes int64
 	// RequestTimeout bounds each request's handling (default 10 s);
@@ -62,6 +76,9 @@ type Config struct {
 	// DecisionLog is how many recent decisions outcomes can refer to
 	// (default 65,536).
 	DecisionLog int
+	// DecisionTTL is how long after a decision its outcome is accepted
+	// (default 24 h).
+	DecisionTTL time.Duration
 	// PolicyDir is watched for new policy files (*.safetensors, with an
 	// optional NAME.sha256 beside), loaded into arm PolicyDirArm (default
 	// the first arm) every WatchInterval (default 2 s).
@@ -96,13 +113,15 @@ type Service struct {
 	router  *router
 	canary  *canary
 	decided *decisionLog
-	prefix  string // decision id prefix: distinguishes services and restarts
+	tokens  [RoleAdmin + 1]tokenDigest
 	handler http.Handler
 
 	// mu guards the model, the random stream and every scheduler's
-	// Decide (schedulers keep caches).
-	mu        sync.Mutex
+	// Decide (schedulers keep caches). Requests wait for it only until
+	// their deadline (LockContext).
+	mu        ctxMutex
 	model     *model
+	haveModel atomic.Bool // model != nil, read without mu (readiness)
 	rng       *rand.Rand
 	seq       uint64
 	wallStart time.Time
@@ -128,6 +147,27 @@ type PolicyEvent struct {
 }
 
 const maxEvents = 32
+
+// ctxMutex is a mutex whose Lock can give up when a context ends.
+type ctxMutex struct{ ch chan struct{} }
+
+func newCtxMutex() ctxMutex { return ctxMutex{ch: make(chan struct{}, 1)} }
+
+// Lock locks m.
+func (m *ctxMutex) Lock() { m.ch <- struct{}{} }
+
+// Unlock unlocks m.
+func (m *ctxMutex) Unlock() { <-m.ch }
+
+// LockContext locks m, or gives up with errCancelled when ctx ends first.
+func (m *ctxMutex) LockContext(ctx context.Context) error {
+	select {
+	case m.ch <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return errCancelled
+	}
+}
 
 // errNotReady is a request the service cannot answer yet: 503.
 var errNotReady = errors.New("not ready")
@@ -156,6 +196,12 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DecisionLog == 0 {
 		cfg.DecisionLog = 1 << 16
 	}
+	if cfg.DecisionTTL == 0 {
+		cfg.DecisionTTL = 24 * time.Hour
+	}
+	if cfg.MaxMachines == 0 {
+		cfg.MaxMachines = 100_000
+	}
 	if cfg.WatchInterval == 0 {
 		cfg.WatchInterval = 2 * time.Second
 	}
@@ -168,7 +214,8 @@ func New(cfg Config) (*Service, error) {
 	switch {
 	case cfg.Clock != ClockRequest && cfg.Clock != ClockWall:
 		return nil, fmt.Errorf("serve: clock %q: want %s or %s", cfg.Clock, ClockRequest, ClockWall)
-	case cfg.MaxBodyBytes < 0 || cfg.MaxPolicyBytes < 0 || cfg.RequestTimeout < 0 || cfg.DecisionLog < 0 || cfg.WatchInterval < 0:
+	case cfg.MaxBodyBytes < 0 || cfg.MaxPolicyBytes < 0 || cfg.RequestTimeout < 0 || cfg.DecisionLog < 0 || cfg.WatchInterval < 0 ||
+		cfg.DecisionTTL < 0 || cfg.MaxMachines < 0:
 		return nil, fmt.Errorf("serve: negative limit in the configuration")
 	}
 	r, err := newRouter(cfg.Arms)
@@ -188,8 +235,9 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
-	s := &Service{cfg: cfg, log: log, met: newMetrics(), router: r, canary: cv, decided: newDecisionLog(cfg.DecisionLog),
-		prefix: fmt.Sprintf("%08x", uint32(splitmix(cfg.Seed)>>32)), rng: rand.New(rand.NewPCG(cfg.Seed, 0x73657276))}
+	s := &Service{cfg: cfg, log: log, met: newMetrics(), router: r, canary: cv, decided: newDecisionLog(cfg.DecisionLog, cfg.DecisionTTL),
+		mu: newCtxMutex(), rng: rand.New(rand.NewPCG(cfg.Seed, 0x73657276))}
+	s.tokens[RoleRead], s.tokens[RoleWrite], s.tokens[RoleAdmin] = digest(cfg.ReadToken), digest(cfg.WriteToken), digest(cfg.AdminToken)
 	for _, a := range r.arms {
 		a.decideTime = s.met.decideTime.WithLabelValues(a.cfg.Name)
 		if err := s.initArm(a); err != nil {
@@ -265,6 +313,7 @@ func (s *Service) newModel(c *env.Cluster) (*model, error) {
 // setModel installs m (s.mu held or before serving).
 func (s *Service) setModel(m *model) {
 	s.model = m
+	s.haveModel.Store(true)
 	s.wallStart = time.Now()
 	s.observeModel()
 }
@@ -281,10 +330,7 @@ func (s *Service) observeModel() {
 // Ready reports whether the service can decide: a cluster is defined and
 // every arm serves a validated policy; otherwise why not.
 func (s *Service) Ready() (bool, string) {
-	s.mu.Lock()
-	haveModel := s.model != nil
-	s.mu.Unlock()
-	if !haveModel {
+	if !s.haveModel.Load() {
 		return false, "no cluster yet: POST /v1/state with the machines"
 	}
 	for _, a := range s.router.arms {
@@ -308,6 +354,13 @@ func (s *Service) updateReady() {
 // passes, makes it the arm's policy. A refused candidate leaves the arm's
 // policy as it was; the error says why.
 func (s *Service) Load(armName, name, source string, payload []byte, sha string) (*Policy, error) {
+	return s.LoadContext(context.Background(), armName, name, source, payload, sha)
+}
+
+// LoadContext is Load for a request: a candidate that passes validation
+// replaces the arm's policy only if ctx is still live then (an upload
+// answered 503 never replaces the policy later).
+func (s *Service) LoadContext(ctx context.Context, armName, name, source string, payload []byte, sha string) (*Policy, error) {
 	a := s.router.arms[0]
 	if armName != "" {
 		if a = s.router.byName(armName); a == nil {
@@ -323,10 +376,16 @@ func (s *Service) Load(armName, name, source string, payload []byte, sha string)
 			reason = rf.reason
 		}
 		s.refuse(a.cfg.Name, source, name, reason, err, time.Since(start))
+		s.met.loadTime.WithLabelValues("refused").Observe(time.Since(start).Seconds())
 		return nil, fmt.Errorf("policy %s from %s refused: %w", name, source, err)
 	}
+	if !commit(ctx) {
+		s.refuse(a.cfg.Name, source, name, reasonCancelled, errCancelled, time.Since(start))
+		s.met.loadTime.WithLabelValues("cancelled").Observe(time.Since(start).Seconds())
+		return nil, fmt.Errorf("policy %s from %s: %w", name, source, errCancelled)
+	}
 	s.swap(a, p, source, name)
-	s.met.swapTime.Observe(time.Since(start).Seconds())
+	s.met.loadTime.WithLabelValues("accepted").Observe(time.Since(start).Seconds())
 	return p, nil
 }
 
@@ -373,17 +432,24 @@ func (s *Service) Handler() http.Handler { return s.handler }
 // Metrics returns the service's Prometheus registry.
 func (s *Service) Metrics() *prometheus.Registry { return s.met.reg }
 
-// Serve serves on ln until ctx ends, then shuts down gracefully: the
-// listener closes, in-flight requests drain (up to ShutdownTimeout), the
-// watchers stop. It returns nil after a clean shutdown.
+// Serve serves on ln (with TLS when Config.TLS is set) until ctx ends,
+// then shuts down gracefully: the listener closes, in-flight requests
+// drain (up to ShutdownTimeout), the watchers stop. It returns nil after a
+// clean shutdown.
 func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
 		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       s.cfg.RequestTimeout + 20*time.Second,
-		WriteTimeout:      s.cfg.RequestTimeout + 20*time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		// Each API request sets its own read deadline (its request
+		// deadline); these bound the rest.
+		ReadTimeout:  s.cfg.RequestTimeout + 5*time.Second,
+		WriteTimeout: s.cfg.RequestTimeout + 5*time.Second,
+		IdleTimeout:  2 * time.Minute,
+		TLSConfig:    s.cfg.TLS,
+		ErrorLog:     slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
 	}
 	wctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
@@ -402,7 +468,7 @@ func (s *Service) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	s.log.Info("serving", "addr", ln.Addr().String(), "clock", s.cfg.Clock)
+	s.log.Info("serving", "addr", ln.Addr().String(), "clock", s.cfg.Clock, "tls", s.cfg.TLS != nil)
 	select {
 	case err := <-errc:
 		return fmt.Errorf("serve: %w", err)
@@ -430,13 +496,17 @@ func (s *Service) wallClock(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.mu.Lock()
-			if s.model != nil {
-				s.model.live.AdvanceTo(time.Since(s.wallStart).Seconds())
-				s.observeModel()
-			}
-			s.mu.Unlock()
+			s.wallTick()
 		}
+	}
+}
+
+func (s *Service) wallTick() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.model != nil {
+		s.model.live.AdvanceTo(time.Since(s.wallStart).Seconds())
+		s.observeModel()
 	}
 }
 
@@ -467,9 +537,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
-// instrument counts and times a handler's requests and bounds their time.
+// Unwrap lets http.ResponseController reach the connection (read
+// deadlines).
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument counts and times a handler's requests. Policy uploads are
+// timed by tegrl_serve_policy_load_seconds instead: their seconds would
+// drown the decisions' milliseconds.
 func (s *Service) instrument(name string, h http.HandlerFunc) http.Handler {
-	obs := s.met.requestTime.WithLabelValues(name)
+	var obs prometheus.Observer
+	if name != "policy_load" {
+		obs = s.met.requestTime.WithLabelValues(name)
+	}
 	codes := map[int]prometheus.Counter{}
 	var codesMu sync.Mutex
 	counter := func(code int) prometheus.Counter {
@@ -482,12 +561,13 @@ func (s *Service) instrument(name string, h http.HandlerFunc) http.Handler {
 		}
 		return c
 	}
-	inner := http.TimeoutHandler(h, s.cfg.RequestTimeout, `{"error":"request timed out"}`)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
-		inner.ServeHTTP(sw, r)
-		obs.Observe(time.Since(start).Seconds())
+		h(sw, r)
+		if obs != nil {
+			obs.Observe(time.Since(start).Seconds())
+		}
 		if sw.code == 0 {
 			sw.code = http.StatusOK
 		}
@@ -497,23 +577,23 @@ func (s *Service) instrument(name string, h http.HandlerFunc) http.Handler {
 
 func (s *Service) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("POST /v1/state", s.instrument("state", s.handleState))
-	mux.Handle("POST /v1/decide", s.instrument("decide", s.handleDecide))
-	mux.Handle("POST /v1/outcome", s.instrument("outcome", s.handleOutcome))
-	mux.Handle("GET /v1/ab", s.instrument("ab", s.handleAB))
-	mux.Handle("GET /v1/policies", s.instrument("policies", s.handlePolicies))
-	mux.Handle("POST /v1/policies", s.instrument("policy_load", s.handlePolicyLoad))
-	mux.Handle("POST /filter", s.instrument("filter", s.handleFilter))
-	mux.Handle("POST /prioritize", s.instrument("prioritize", s.handlePrioritize))
-	mux.Handle("POST /bind", s.instrument("bind", s.handleBind))
-	mux.Handle("GET /v1/cluster", s.instrument("cluster", s.handleCluster))
+	mux.Handle("POST /v1/state", s.WithRole(RoleWrite, "state", s.handleState))
+	mux.Handle("POST /v1/decide", s.WithRole(RoleRead, "decide", s.handleDecide))
+	mux.Handle("POST /v1/outcome", s.WithRole(RoleWrite, "outcome", s.handleOutcome))
+	mux.Handle("GET /v1/ab", s.withAdminRead("ab", s.handleAB))
+	mux.Handle("GET /v1/policies", s.withAdminRead("policies", s.handlePolicies))
+	mux.Handle("POST /v1/policies", s.WithRole(RoleAdmin, "policy_load", s.handlePolicyLoad))
+	mux.Handle("POST /filter", s.WithRole(RoleRead, "filter", s.handleFilter))
+	mux.Handle("POST /prioritize", s.WithRole(RoleRead, "prioritize", s.handlePrioritize))
+	mux.Handle("POST /bind", s.WithRole(RoleWrite, "bind", s.handleBind))
+	mux.Handle("GET /v1/cluster", s.WithRole(RoleRead, "cluster", s.handleCluster))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		ok, why := s.Ready()
+		ok, why := s.Ready() // takes no lock: answers at once however busy the model
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if !ok {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -521,6 +601,16 @@ func (s *Service) routes() http.Handler {
 		io.WriteString(w, why+"\n")
 	})
 	return mux
+}
+
+// withAdminRead wraps a read-only admin view (the A/B summary, the
+// policies): it needs the admin token when the service has one, and is
+// open otherwise.
+func (s *Service) withAdminRead(name string, h http.HandlerFunc) http.Handler {
+	if s.tokens[RoleAdmin].set {
+		return s.WithRole(RoleAdmin, name, h)
+	}
+	return s.instrument(name, s.bounded(name, h))
 }
 
 // writeJSON answers with v as JSON.
@@ -536,19 +626,29 @@ type apiError struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// internalError is a failure inside the service (a scheduler's panic):
+// 500.
+type internalError struct{ msg string }
+
+func (e *internalError) Error() string { return e.msg }
+
 // writeError maps an error to its status: 400 for bodies and fields, 413
-// for bodies over the cap, 409 for conflicts, 503 when not ready, 500
-// otherwise.
+// for bodies over the cap, 408 for a body that did not arrive in time,
+// 409 for conflicts, 503 when not ready or cancelled, 500 otherwise.
 func writeError(w http.ResponseWriter, err error) {
 	code := http.StatusInternalServerError
 	var be *bodyError
 	var fe *fieldError
 	var ce *conflictError
 	var mbe *http.MaxBytesError
+	var te *bodyTimeoutError
 	switch {
 	case errors.As(err, &mbe):
 		code = http.StatusRequestEntityTooLarge
 		err = fmt.Errorf("body larger than the limit of %d bytes", mbe.Limit)
+	case errors.As(err, &te):
+		code = http.StatusRequestTimeout
+		w.Header().Set("Connection", "close")
 	case errors.As(err, &be), errors.As(err, &fe):
 		code = http.StatusBadRequest
 	case errors.As(err, &ce):
@@ -559,323 +659,13 @@ func writeError(w http.ResponseWriter, err error) {
 	writeJSON(w, code, apiError{Error: err.Error()})
 }
 
+// maxSmallBody caps the bodies of decisions and outcomes.
+const maxSmallBody = 64 << 10
+
 func (s *Service) body(w http.ResponseWriter, r *http.Request, v any) error {
 	return decodeStrict(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes), v)
 }
 
-func (s *Service) handleState(w http.ResponseWriter, r *http.Request) {
-	var req StateRequest
-	if err := s.body(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, err := s.State(&req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// State applies a state update (see StateRequest).
-func (s *Service) State(req *StateRequest) (StateResponse, error) {
-	var resp StateResponse
-	if req.TimeS != nil && s.cfg.Clock == ClockWall {
-		return resp, fieldErr("time_s", "the service runs on the wall clock (clock %s): leave time_s out", s.cfg.Clock)
-	}
-	s.mu.Lock()
-	rebuilt := false
-	defer func() {
-		s.mu.Unlock()
-		if rebuilt {
-			s.updateReady()
-		}
-	}()
-	specs, err := stateCheck(s.model, req)
-	if err != nil {
-		return resp, err
-	}
-	if specs != nil {
-		c, err := env.NewCluster(specs)
-		if err != nil {
-			return resp, fieldErr("machines", "%v", err)
-		}
-		m, err := s.newModel(c)
-		if err != nil {
-			return resp, fmt.Errorf("model: %w", err)
-		}
-		for i := range req.Machines {
-			if u := req.Machines[i].Up; u != nil && !*u {
-				m.setUp(i, false)
-			}
-		}
-		s.setModel(m)
-		resp.Rebuilt = true
-		s.log.Info("cluster defined", "machines", len(specs))
-		rebuilt = true
-	}
-	s.model.apply(req, &resp)
-	s.model.fill(&resp)
-	s.observeModel()
-	s.met.stateUpd.Inc()
-	s.met.rejected.Add(float64(len(resp.Rejected)))
-	return resp, nil
-}
-
-func (s *Service) handleDecide(w http.ResponseWriter, r *http.Request) {
-	var req DecideRequest
-	if err := s.body(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	resp, err := s.Decide(&req)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// decision is one decision's result inside the service.
-type decision struct {
-	arm     *arm
-	pol     *Policy
-	action  env.Action
-	verdict env.Verdict
-	seq     uint64
-	machine string
-	now     float64
-	job     env.Job
-}
-
-// decide routes key to its arm and asks the arm's scheduler (s.mu held).
-func (s *Service) decide(key string, js *JobJSON, endpoint string) (decision, error) {
-	var d decision
-	if s.model == nil {
-		return d, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
-	}
-	d.arm = s.router.pick(key)
-	d.pol = d.arm.cur.Load()
-	if d.pol == nil {
-		return d, &notReadyError{fmt.Sprintf("arm %s has no policy yet", d.arm.cfg.Name)}
-	}
-	l := s.model.live
-	j, err := s.model.job(js, "job", l.Now())
-	if err != nil {
-		return d, err
-	}
-	j.ID = usageKey(key)
-	start := time.Now()
-	a, v, err := l.Decide(&j, d.pol.sched, s.rng)
-	if err != nil {
-		return d, fieldErr("job", "%v", err)
-	}
-	l.ApplyKnobs(&j, a)
-	elapsed := time.Since(start)
-	s.seq++
-	d.action, d.verdict, d.seq, d.now, d.job = a, v, s.seq, l.Now(), j
-	if a.Node >= 0 {
-		d.machine = l.Cluster().Machines[a.Node].Name
-	}
-	d.arm.decideTime.Observe(elapsed.Seconds())
-	return d, nil
-}
-
-// account records a decision in the A/B statistics, the decision log and
-// the metrics (s.mu not needed).
-func (s *Service) account(d *decision, endpoint string) {
-	s.decided.add(d.seq, d.arm)
-	s.met.decisions.WithLabelValues(d.arm.cfg.Name, endpoint, d.verdict.String()).Inc()
-	d.arm.mu.Lock()
-	st := &d.arm.st
-	st.decisions++
-	switch d.verdict {
-	case env.Placed:
-		st.placed++
-	case env.Waited:
-		st.waited++
-	case env.Projected:
-		st.projected++
-		if d.action.Node < 0 {
-			st.waited++
-		} else {
-			st.placed++
-		}
-	case env.Invalid:
-		st.invalid++
-	}
-	d.arm.mu.Unlock()
-}
-
-// Decide answers a decision request (see DecideRequest).
-func (s *Service) Decide(req *DecideRequest) (DecideResponse, error) {
-	key := req.Key
-	if key == "" {
-		key = req.Job.Name
-	}
-	if key == "" {
-		return DecideResponse{}, fieldErr("key", "empty, and so is job.name: A/B routing needs a job key")
-	}
-	s.mu.Lock()
-	d, err := s.decide(key, &req.Job, "decide")
-	s.mu.Unlock()
-	if err != nil {
-		return DecideResponse{}, err
-	}
-	s.account(&d, "decide")
-	resp := DecideResponse{
-		DecisionID: s.prefix + "-" + strconv.FormatUint(d.seq, 10), Arm: d.arm.cfg.Name, PolicyVersion: d.pol.Version,
-		Verdict: d.verdict.String(), ModelTimeS: d.now,
-		Action: ActionJSON{MachineIndex: d.action.Node, GPU: d.action.GPU, ReplicaDelta: d.action.ReplicaDelta,
-			Affinity: d.action.Affinity, Damping: finite32(d.action.Damping)},
-	}
-	if !finite(float64(resp.Action.Affinity)) {
-		resp.Action.Affinity = 0
-	}
-	if d.action.Node >= 0 {
-		resp.Action.Machine = &d.machine
-	} else {
-		resp.Action.MachineIndex, resp.Action.GPU = -1, -1
-	}
-	return resp, nil
-}
-
-func (s *Service) handleOutcome(w http.ResponseWriter, r *http.Request) {
-	var req OutcomeRequest
-	if err := s.body(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	if err := s.Outcome(&req); err != nil {
-		writeError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]bool{"recorded": true})
-}
-
-// Outcome records what became of a decision's job.
-func (s *Service) Outcome(req *OutcomeRequest) error {
-	switch {
-	case req.Reward == nil && req.Success == nil && req.SLAViolated == nil && req.JCTS == nil && req.WaitS == nil:
-		return fieldErr("reward", "no measurement: give reward, success, sla_violated, jct_s or wait_s")
-	case req.Reward != nil && !finite(*req.Reward):
-		return fieldErr("reward", "%v must be finite", *req.Reward)
-	case req.JCTS != nil && !finiteNonNeg(*req.JCTS):
-		return fieldErr("jct_s", "%v must be finite and >= 0", *req.JCTS)
-	case req.WaitS != nil && !finiteNonNeg(*req.WaitS):
-		return fieldErr("wait_s", "%v must be finite and >= 0", *req.WaitS)
-	}
-	prefix, num, ok := strings.Cut(req.DecisionID, "-")
-	seq, err := strconv.ParseUint(num, 10, 64)
-	if !ok || err != nil || prefix != s.prefix {
-		return fieldErr("decision_id", "%q is not a decision of this service", req.DecisionID)
-	}
-	a, err := s.decided.take(seq)
-	if err != nil {
-		return fieldErr("decision_id", "%q: %v", req.DecisionID, err)
-	}
-	a.record(req)
-	s.met.outcomes.WithLabelValues(a.cfg.Name).Inc()
-	if req.Reward != nil {
-		s.met.rewardSum.WithLabelValues(a.cfg.Name).Add(*req.Reward)
-	}
-	return nil
-}
-
-func (s *Service) handleAB(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.router.summary())
-}
-
-// ArmPolicy describes an arm's serving policy in GET /v1/policies.
-type ArmPolicy struct {
-	Arm        string            `json:"arm"`
-	Spec       string            `json:"spec"`
-	Version    string            `json:"version"`
-	Source     string            `json:"source"`
-	SHA256     string            `json:"sha256,omitempty"`
-	LoadedAt   *time.Time        `json:"loaded_at,omitempty"`
-	ValidateMS float64           `json:"validate_ms"`
-	Meta       map[string]string `json:"meta,omitempty"`
-}
-
-// PoliciesResponse is the body of GET /v1/policies.
-type PoliciesResponse struct {
-	Arms   []ArmPolicy   `json:"arms"`
-	Events []PolicyEvent `json:"events"`
-}
-
-// Policies describes every arm's policy and the recent loads and refusals.
-func (s *Service) Policies() PoliciesResponse {
-	var out PoliciesResponse
-	for _, a := range s.router.arms {
-		ap := ArmPolicy{Arm: a.cfg.Name, Spec: a.cfg.Spec}
-		if p := a.cur.Load(); p != nil {
-			t := p.LoadedAt
-			ap.Version, ap.Source, ap.SHA256, ap.LoadedAt, ap.ValidateMS = p.Version, p.Source, p.SHA256, &t, float64(p.ValidateTime.Microseconds())/1000
-			ap.Meta = map[string]string{}
-			for k, v := range p.Meta {
-				if k != "tegrl.policy_config" && len(v) < 256 {
-					ap.Meta[k] = v
-				}
-			}
-		}
-		out.Arms = append(out.Arms, ap)
-	}
-	s.evMu.Lock()
-	out.Events = append([]PolicyEvent{}, s.events...)
-	s.evMu.Unlock()
-	return out
-}
-
-func (s *Service) handlePolicies(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, s.Policies())
-}
-
-// handlePolicyLoad takes a policy file as the raw body, authorised by the
-// admin bearer token; query: arm, name, sha256 (or header X-Tegrl-SHA256).
-func (s *Service) handlePolicyLoad(w http.ResponseWriter, r *http.Request) {
-	if s.cfg.AdminToken == "" {
-		writeJSON(w, http.StatusForbidden, apiError{Error: "admin endpoint disabled: the service has no admin token"})
-		return
-	}
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.cfg.AdminToken)) != 1 {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="tegrl"`)
-		writeJSON(w, http.StatusUnauthorized, apiError{Error: "missing or wrong admin bearer token"})
-		return
-	}
-	q := r.URL.Query()
-	armName := q.Get("arm")
-	if armName != "" && s.router.byName(armName) == nil {
-		writeError(w, fieldErr("arm", "unknown arm %q", armName))
-		return
-	}
-	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxPolicyBytes))
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	name := q.Get("name")
-	if name == "" {
-		name = "admin"
-	}
-	sha := q.Get("sha256")
-	if sha == "" {
-		sha = r.Header.Get("X-Tegrl-SHA256")
-	}
-	p, err := s.Load(armName, name, "admin", payload, sha)
-	if err != nil {
-		reason := reasonPolicy
-		var rf *refusal
-		if errors.As(err, &rf) {
-			reason = rf.reason
-		}
-		writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: err.Error(), Reason: reason})
-		return
-	}
-	if armName == "" {
-		armName = s.router.arms[0].cfg.Name
-	}
-	writeJSON(w, http.StatusOK, ArmPolicy{Arm: armName, Version: p.Version, Source: p.Source, SHA256: p.SHA256,
-		LoadedAt: &p.LoadedAt, ValidateMS: float64(p.ValidateTime.Microseconds()) / 1000})
+func (s *Service) smallBody(w http.ResponseWriter, r *http.Request, v any) error {
+	return decodeStrict(http.MaxBytesReader(w, r.Body, min(s.cfg.MaxBodyBytes, maxSmallBody)), v)
 }

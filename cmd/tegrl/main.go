@@ -83,6 +83,7 @@ Commands available today:
 
 Results go to stdout (text tables, or JSON with --json); logs go to stderr.
 A progress bar appears on long work when stderr is a terminal.`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
@@ -94,6 +95,7 @@ A progress bar appears on long work when stderr is a terminal.`,
 			return nil
 		},
 	}
+	root.SetVersionTemplate("tegrl {{.Version}}\n")
 	root.SetOut(a.stdout)
 	root.SetErr(a.stderr)
 	pf := root.PersistentFlags()

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"net"
-	"os"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -23,12 +22,20 @@ type serveFlags struct {
 	scheduler       string
 	ab              string
 	abShare         float64
-	adminToken      string
+	readTokenFile   string
+	writeTokenFile  string
+	adminTokenFile  string
+	natsTokenFile   string
+	tlsCert         string
+	tlsKey          string
+	clientCA        string
+	insecure        bool
+	maxMachines     int
+	decisionTTL     time.Duration
 	policyDir       string
 	policyDirArm    string
 	watchInterval   time.Duration
 	natsURL         string
-	natsToken       string
 	natsBucket      string
 	natsArm         string
 	maxBody         int64
@@ -55,6 +62,16 @@ POST /prioritize). GET /metrics serves Prometheus metrics, GET /healthz and
 GET /readyz the health and readiness (ready once a cluster is defined and
 every arm serves a policy that passed its smoke test).
 
+Access has three roles, each with its own bearer token, read from a file
+(--read-token-file, ...) or the environment (TEGRL_READ_TOKEN,
+TEGRL_WRITE_TOKEN, TEGRL_ADMIN_TOKEN), never from the command line: read
+(decide, filter, prioritize), write (state, outcome; also read) and admin
+(policy uploads, the A/B and policy views; everything). A role without a
+token is open; the admin role is then disabled. serve refuses to listen on
+an address other than loopback while the read or write role is open,
+unless --insecure. --tls-cert and --tls-key serve HTTPS; with --client-ca
+clients must present a certificate it signed.
+
 New policy versions are hot-loaded from --policy-dir, from a NATS JetStream
 object store bucket (--nats, --policy-bucket) or by POST /v1/policies with
 the admin bearer token; each is validated (checksum, observation schema
@@ -69,7 +86,8 @@ Schedulers: ` + fmt.Sprint(env.SchedulerNames) + `, a policy file (.safetensors 
 training output directory), or "hot" (none until one is hot-loaded).`,
 		Example: `  tegrl serve --cluster alibaba-gpu:../shared/traces/alibaba-gpu-v2023/nodes.csv --scheduler langevin
   tegrl serve --cluster none --scheduler out/policy.safetensors --ab langevin --ab-share 0.1
-  tegrl serve --scheduler hot --policy-dir /var/lib/tegrl/policies --admin-token "$TEGRL_ADMIN_TOKEN"
+  TEGRL_ADMIN_TOKEN=$(cat /etc/tegrl/admin.token) tegrl serve --scheduler hot --policy-dir /var/lib/tegrl/policies
+  tegrl serve --listen 0.0.0.0:8443 --read-token-file /etc/tegrl/read.token --write-token-file /etc/tegrl/write.token --tls-cert tls.crt --tls-key tls.key
   tegrl serve --scheduler hot --nats nats://127.0.0.1:4222 --policy-bucket tegrl-policies`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -86,12 +104,20 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 	fl.StringVar(&f.scheduler, "scheduler", "langevin", "arm a's scheduler: a built-in name, a policy file, or hot")
 	fl.StringVar(&f.ab, "ab", "", "arm b's scheduler for A/B tests (empty: one arm)")
 	fl.Float64Var(&f.abShare, "ab-share", 0.1, "share of job keys routed to arm b (with --ab)")
-	fl.StringVar(&f.adminToken, "admin-token", os.Getenv("TEGRL_ADMIN_TOKEN"), "bearer token of POST /v1/policies (default $TEGRL_ADMIN_TOKEN; empty disables it)")
+	fl.StringVar(&f.readTokenFile, "read-token-file", "", "file holding the read role's bearer token (default: $TEGRL_READ_TOKEN; neither: the role is open)")
+	fl.StringVar(&f.writeTokenFile, "write-token-file", "", "file holding the write role's bearer token (default: $TEGRL_WRITE_TOKEN; neither: the role is open)")
+	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the admin role's bearer token (default: $TEGRL_ADMIN_TOKEN; neither: policy uploads are disabled)")
+	fl.StringVar(&f.tlsCert, "tls-cert", "", "PEM certificate to serve HTTPS with (with --tls-key)")
+	fl.StringVar(&f.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
+	fl.StringVar(&f.clientCA, "client-ca", "", "PEM CA bundle: with it clients must present a certificate it signed (HTTPS only)")
+	fl.BoolVar(&f.insecure, "insecure", false, "allow a non-loopback --listen address while the read or write role has no token")
+	fl.IntVar(&f.maxMachines, "max-machines", 100_000, "largest cluster a state update may define")
+	fl.DurationVar(&f.decisionTTL, "decision-ttl", 24*time.Hour, "how long after a decision its outcome is accepted")
 	fl.StringVar(&f.policyDir, "policy-dir", "", "directory watched for new policy files (*.safetensors, optional NAME.sha256)")
 	fl.StringVar(&f.policyDirArm, "policy-dir-arm", "a", "arm that --policy-dir loads into")
 	fl.DurationVar(&f.watchInterval, "watch-interval", 2*time.Second, "poll interval of --policy-dir")
 	fl.StringVar(&f.natsURL, "nats", "", "NATS URL to watch a JetStream object store for policy files (with --policy-bucket)")
-	fl.StringVar(&f.natsToken, "nats-token", os.Getenv("TEGRL_NATS_TOKEN"), "NATS token (default $TEGRL_NATS_TOKEN)")
+	fl.StringVar(&f.natsTokenFile, "nats-token-file", "", "file holding the NATS token (default: $TEGRL_NATS_TOKEN)")
 	fl.StringVar(&f.natsBucket, "policy-bucket", "tegrl-policies", "JetStream object store bucket of policy files (created if missing)")
 	fl.StringVar(&f.natsArm, "nats-arm", "a", "arm that the NATS bucket loads into")
 	fl.Int64Var(&f.maxBody, "max-body", 32<<20, "largest JSON request body in bytes")
@@ -103,53 +129,12 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 }
 
 func runServe(cmd *cobra.Command, a *app, f *serveFlags) error {
-	switch {
-	case f.machines <= 0:
-		return fmt.Errorf("--machines %d: want > 0", f.machines)
-	case !(f.tick > 0):
-		return fmt.Errorf("--tick %v: want > 0 seconds", f.tick)
-	case f.ab != "" && !(f.abShare > 0 && f.abShare < 1):
-		return fmt.Errorf("--ab-share %v: want a share in (0, 1)", f.abShare)
-	}
-	safety, err := env.ParseOnOff(f.safety)
+	cfg, err := serveConfig(a, f)
 	if err != nil {
-		return fmt.Errorf("--safety %w", err)
+		return err
 	}
-	teg := env.DefaultTEG
-	teg.Safety = safety
-	cfg := serve.Config{
-		Sim:             env.SimConfig{Seed: f.seed, Tick: f.tick, TEG: &teg},
-		Arms:            []serve.ArmConfig{{Name: "a", Spec: f.scheduler, Weight: 1}},
-		AdminToken:      f.adminToken,
-		MaxBodyBytes:    f.maxBody,
-		MaxPolicyBytes:  f.maxPolicy,
-		RequestTimeout:  f.requestTimeout,
-		ShutdownTimeout: f.shutdownTimeout,
-		Clock:           f.clock,
-		Seed:            f.seed,
-		PolicyDir:       f.policyDir,
-		PolicyDirArm:    f.policyDirArm,
-		WatchInterval:   f.watchInterval,
-		Logger:          a.log,
-	}
-	if f.ab != "" {
-		cfg.Arms[0].Weight = 1 - f.abShare
-		cfg.Arms = append(cfg.Arms, serve.ArmConfig{Name: "b", Spec: f.ab, Weight: f.abShare})
-	}
-	if f.natsURL != "" {
-		cfg.NATS = serve.NATSConfig{URL: f.natsURL, Token: f.natsToken, Bucket: f.natsBucket, Arm: f.natsArm}
-	}
-	if f.cluster != "none" {
-		spec, err := env.ParseClusterSpec(f.cluster)
-		if err != nil {
-			return fmt.Errorf("--cluster: %w", err)
-		}
-		spec.Machines, spec.Seed = f.machines, f.seed
-		c, err := spec.Load()
-		if err != nil {
-			return fmt.Errorf("--cluster %s: %w", f.cluster, err)
-		}
-		cfg.Cluster = c
+	if err := serve.CheckExposure(f.listen, &cfg, f.insecure); err != nil {
+		return fmt.Errorf("--listen: %w", err)
 	}
 	svc, err := serve.New(cfg)
 	if err != nil {
@@ -159,9 +144,105 @@ func runServe(cmd *cobra.Command, a *app, f *serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", f.listen, err)
 	}
-	if f.adminToken == "" {
-		a.log.Info("serve: no --admin-token: POST /v1/policies is disabled")
+	if cfg.AdminToken == "" {
+		a.log.Info("serve: no admin token: POST /v1/policies is disabled")
 	}
-	fmt.Fprintf(a.stdout, "http://%s\n", ln.Addr())
+	scheme := "http"
+	if cfg.TLS != nil {
+		scheme = "https"
+	}
+	fmt.Fprintf(a.stdout, "%s://%s\n", scheme, ln.Addr())
 	return svc.Serve(cmd.Context(), ln)
+}
+
+// serveConfig turns the flags into the service's configuration.
+func serveConfig(a *app, f *serveFlags) (serve.Config, error) {
+	switch {
+	case f.machines <= 0:
+		return serve.Config{}, fmt.Errorf("--machines %d: want > 0", f.machines)
+	case !(f.tick > 0):
+		return serve.Config{}, fmt.Errorf("--tick %v: want > 0 seconds", f.tick)
+	case f.ab != "" && !(f.abShare > 0 && f.abShare < 1):
+		return serve.Config{}, fmt.Errorf("--ab-share %v: want a share in (0, 1)", f.abShare)
+	case f.maxMachines <= 0:
+		return serve.Config{}, fmt.Errorf("--max-machines %d: want > 0", f.maxMachines)
+	}
+	safety, err := env.ParseOnOff(f.safety)
+	if err != nil {
+		return serve.Config{}, fmt.Errorf("--safety %w", err)
+	}
+	teg := env.DefaultTEG
+	teg.Safety = safety
+	cfg := serve.Config{
+		Sim:             env.SimConfig{Seed: f.seed, Tick: f.tick, TEG: &teg},
+		Arms:            []serve.ArmConfig{{Name: "a", Spec: f.scheduler, Weight: 1}},
+		MaxBodyBytes:    f.maxBody,
+		MaxPolicyBytes:  f.maxPolicy,
+		MaxMachines:     f.maxMachines,
+		DecisionTTL:     f.decisionTTL,
+		RequestTimeout:  f.requestTimeout,
+		ShutdownTimeout: f.shutdownTimeout,
+		Clock:           f.clock,
+		Seed:            f.seed,
+		PolicyDir:       f.policyDir,
+		PolicyDirArm:    f.policyDirArm,
+		WatchInterval:   f.watchInterval,
+		Logger:          a.log,
+	}
+	if err := serveSecrets(f, &cfg); err != nil {
+		return cfg, err
+	}
+	if f.ab != "" {
+		cfg.Arms[0].Weight = 1 - f.abShare
+		cfg.Arms = append(cfg.Arms, serve.ArmConfig{Name: "b", Spec: f.ab, Weight: f.abShare})
+	}
+	if f.cluster != "none" {
+		spec, err := env.ParseClusterSpec(f.cluster)
+		if err != nil {
+			return cfg, fmt.Errorf("--cluster: %w", err)
+		}
+		spec.Machines, spec.Seed = f.machines, f.seed
+		c, err := spec.Load()
+		if err != nil {
+			return cfg, fmt.Errorf("--cluster %s: %w", f.cluster, err)
+		}
+		cfg.Cluster = c
+	}
+	return cfg, nil
+}
+
+// serveSecrets reads the tokens and the TLS files into cfg.
+func serveSecrets(f *serveFlags, cfg *serve.Config) error {
+	var err error
+	for _, t := range []struct {
+		dst        *string
+		file, env  string
+		flag, role string
+	}{
+		{&cfg.ReadToken, f.readTokenFile, "TEGRL_READ_TOKEN", "--read-token-file", "read"},
+		{&cfg.WriteToken, f.writeTokenFile, "TEGRL_WRITE_TOKEN", "--write-token-file", "write"},
+		{&cfg.AdminToken, f.adminTokenFile, "TEGRL_ADMIN_TOKEN", "--admin-token-file", "admin"},
+	} {
+		if *t.dst, err = serve.ReadToken(t.file, t.env); err != nil {
+			return fmt.Errorf("%s: %w", t.flag, err)
+		}
+	}
+	if f.natsURL != "" {
+		tok, err := serve.ReadToken(f.natsTokenFile, "TEGRL_NATS_TOKEN")
+		if err != nil {
+			return fmt.Errorf("--nats-token-file: %w", err)
+		}
+		cfg.NATS = serve.NATSConfig{URL: f.natsURL, Token: tok, Bucket: f.natsBucket, Arm: f.natsArm}
+	}
+	switch {
+	case (f.tlsCert == "") != (f.tlsKey == ""):
+		return fmt.Errorf("--tls-cert and --tls-key go together")
+	case f.clientCA != "" && f.tlsCert == "":
+		return fmt.Errorf("--client-ca needs --tls-cert and --tls-key")
+	case f.tlsCert != "":
+		if cfg.TLS, err = serve.LoadTLS(f.tlsCert, f.tlsKey, f.clientCA); err != nil {
+			return err
+		}
+	}
+	return nil
 }

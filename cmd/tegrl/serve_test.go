@@ -21,7 +21,7 @@ func TestServe(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- execute(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--cluster", "alibaba-gpu:" + nodes, "--scheduler", "fgd",
-			"--ab", "langevin", "--ab-share", "0.5", "--admin-token", "T", "--log-level", "warn"}, &out, &errb)
+			"--ab", "langevin", "--ab-share", "0.5", "--log-level", "warn"}, &out, &errb)
 	}()
 	var url string
 	deadline := time.Now().Add(20 * time.Second)
@@ -102,6 +102,10 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--clock", "lunar"}, "clock"},
 		{[]string{"--safety", "maybe"}, "--safety"},
 		{[]string{"--machines", "0"}, "--machines"},
+		{[]string{"--listen", "0.0.0.0:0"}, "not loopback"},
+		{[]string{"--tls-cert", "x.crt"}, "--tls-key"},
+		{[]string{"--client-ca", "ca.pem"}, "--client-ca"},
+		{[]string{"--read-token-file", "/nonexistent/token"}, "--read-token-file"},
 	} {
 		_, _, err := run(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--machines", "20", "--log-level", "warn"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
