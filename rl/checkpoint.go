@@ -2,6 +2,8 @@ package rl
 
 import (
 	"bytes"
+	"crypto/ed25519"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -19,6 +21,10 @@ const (
 	ckptOptim  = "optim.safetensors"  // Adam's moments
 	ckptState  = "state.json"         // counters, generator states, the log, the actor
 )
+
+// MetaSigningKey is the checkpoint metadata key of the run's public
+// signing key (64 hex digits; transport.ParsePublicKey reads it).
+const MetaSigningKey = "tegrl.signing_public_key"
 
 // ActorState is an in-process actor's state at a sync-mode wait: enough to
 // rebuild it exactly, by replaying its current episode's actions.
@@ -148,7 +154,11 @@ func SaveCheckpoint(dir string, l *Learner, log []UpdateLog, actors []*Actor) er
 			return fmt.Errorf("checkpoint: the actor has no snapshot")
 		}
 	}
-	weights, err := l.Pol.EncodeParams(map[string]string{metaVersion: strconv.FormatUint(l.version, 10), metaRun: l.Cfg.RunID})
+	meta := map[string]string{metaVersion: strconv.FormatUint(l.version, 10), metaRun: l.Cfg.RunID}
+	if k := l.Cfg.SigningKey; k != nil {
+		meta[MetaSigningKey] = hex.EncodeToString(k.Public().(ed25519.PublicKey))
+	}
+	weights, err := l.Pol.EncodeParams(meta)
 	if err != nil {
 		return err
 	}

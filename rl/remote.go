@@ -3,6 +3,7 @@ package rl
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -16,7 +17,12 @@ import (
 // comes from the learner's parameter broadcasts.
 type RemoteActorConfig struct {
 	URL, Token, RunID string
-	ID                uint32
+	// User and Password authenticate as a NATS user instead of Token.
+	User, Password string
+	ID             uint32
+	// TrustKey, when set, is the learner's public key: parameters not
+	// signed with it are dropped and counted (transport.ActorConfig).
+	TrustKey ed25519.PublicKey
 	// IdleTimeout stops the actor when the learner broadcast nothing new
 	// for this long (0: WaitTimeout).
 	IdleTimeout time.Duration
@@ -33,13 +39,16 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = WaitTimeout
 	}
-	conn, err := transport.Dial(ctx, transport.DialConfig{URL: cfg.URL, Token: cfg.Token, RunID: cfg.RunID,
-		Name: fmt.Sprintf("tegrl-actor-%d", cfg.ID), Logger: cfg.Logger})
+	conn, err := transport.Dial(ctx, transport.DialConfig{URL: cfg.URL, Token: cfg.Token, User: cfg.User, Password: cfg.Password,
+		RunID: cfg.RunID, Name: fmt.Sprintf("tegrl-actor-%d", cfg.ID), Logger: cfg.Logger})
 	if err != nil {
 		return fmt.Errorf("actor %d: %w", cfg.ID, err)
 	}
 	defer conn.Close()
-	tr, err := transport.NewActor(ctx, conn, transport.ActorConfig{ID: cfg.ID, Logger: cfg.Logger})
+	if cfg.TrustKey == nil {
+		cfg.Logger.Warn("actor: no trusted key: parameters are taken without checking their signature", "id", cfg.ID)
+	}
+	tr, err := transport.NewActor(ctx, conn, transport.ActorConfig{ID: cfg.ID, Logger: cfg.Logger, TrustKey: cfg.TrustKey})
 	if err != nil {
 		return fmt.Errorf("actor %d: %w", cfg.ID, err)
 	}

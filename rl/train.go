@@ -2,6 +2,7 @@ package rl
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -37,6 +38,16 @@ type TrainConfig struct {
 	Transport string `json:"transport"`
 	NATSURL   string `json:"-"`
 	Token     string `json:"-"`
+	// User and Password authenticate the learner to an external server
+	// (NATSURL) instead of Token. The embedded server without a Token gets
+	// a learner and an actor user with random passwords for this run
+	// (transport.RunUsers), so in-process actors cannot publish parameters.
+	User     string `json:"-"`
+	Password string `json:"-"`
+	// SigningKey, when set, signs every parameter broadcast; in-process
+	// actors verify with its public key and drop anything else. Its public
+	// key goes into the checkpoints' metadata (MetaSigningKey).
+	SigningKey ed25519.PrivateKey `json:"-"`
 
 	// CheckpointDir receives a checkpoint every CheckpointEvery updates
 	// and after the last one; Resume continues from a checkpoint directory
@@ -139,7 +150,11 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	// A queue of two batches: actors faster than the learner then lose
 	// segments at the door (counted) instead of filling a deep queue whose
 	// tail is stale by the time the learner reads it.
-	lcfg := transport.LearnerConfig{QueueSize: 2*cfg.BatchSize/cfg.SegmentLen + 8, MaxLag: cfg.MaxLag, Logger: cfg.Logger}
+	lcfg := transport.LearnerConfig{QueueSize: 2*cfg.BatchSize/cfg.SegmentLen + 8, MaxLag: cfg.MaxLag, Logger: cfg.Logger, SigningKey: cfg.SigningKey}
+	var trust ed25519.PublicKey
+	if cfg.SigningKey != nil {
+		trust = cfg.SigningKey.Public().(ed25519.PublicKey)
+	}
 	var (
 		ltr       transport.LearnerTransport
 		newActor  func(id uint32) (transport.ActorTransport, error)
@@ -162,8 +177,18 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	case "nats":
 		url := cfg.NATSURL
 		var embedded *transport.Server
+		learnerUser := transport.User{Name: cfg.User, Password: cfg.Password}
+		actorUser := learnerUser
 		if url == "" {
-			srv, err := transport.StartServer(transport.ServerConfig{Token: cfg.Token, MaxPayload: 8 << 20, Logger: cfg.Logger})
+			scfg := transport.ServerConfig{Token: cfg.Token, MaxPayload: 8 << 20, Logger: cfg.Logger}
+			if cfg.Token == "" {
+				lu, au, err := transport.RunUsers(cfg.RunID)
+				if err != nil {
+					return nil, fmt.Errorf("train: embedded NATS server: %w", err)
+				}
+				scfg.Users, learnerUser, actorUser = []transport.User{lu, au}, lu, au
+			}
+			srv, err := transport.StartServer(scfg)
 			if err != nil {
 				return nil, fmt.Errorf("train: embedded NATS server: %w", err)
 			}
@@ -171,10 +196,11 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 			url, embedded = srv.ClientURL(), srv
 			cfg.Logger.Info("embedded NATS server", "url", url)
 		}
-		dial := func(name string) (*transport.Conn, error) {
-			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, Name: name, RunID: cfg.RunID, Logger: cfg.Logger, InProcess: embedded})
+		dial := func(name string, u transport.User) (*transport.Conn, error) {
+			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, User: u.Name, Password: u.Password, Name: name,
+				RunID: cfg.RunID, Logger: cfg.Logger, InProcess: embedded})
 		}
-		lc, err := dial("tegrl-learner")
+		lc, err := dial("tegrl-learner", learnerUser)
 		if err != nil {
 			return nil, fmt.Errorf("train: learner connection: %w", err)
 		}
@@ -185,11 +211,11 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 		}
 		ltr = nl
 		newActor = func(id uint32) (transport.ActorTransport, error) {
-			c, err := dial(fmt.Sprintf("tegrl-actor-%d", id))
+			c, err := dial(fmt.Sprintf("tegrl-actor-%d", id), actorUser)
 			if err != nil {
 				return nil, err
 			}
-			a, err := transport.NewActor(ctx, c, transport.ActorConfig{ID: id, Logger: cfg.Logger})
+			a, err := transport.NewActor(ctx, c, transport.ActorConfig{ID: id, Logger: cfg.Logger, TrustKey: trust})
 			if err != nil {
 				c.Close()
 				return nil, err

@@ -13,6 +13,7 @@ func init() { addCommand(newActorCmd) }
 func newActorCmd(a *app) *cobra.Command {
 	var cfg rl.RemoteActorConfig
 	var id uint32
+	var creds, trust string
 	cmd := &cobra.Command{
 		Use:   "actor",
 		Short: "Run an IMPALA actor for a tegrl train learner over NATS",
@@ -28,6 +29,13 @@ has broadcast nothing new for --idle-timeout.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ID, cfg.Logger = id, a.log
+			var err error
+			if cfg.User, cfg.Password, err = credentialsFrom(creds); err != nil {
+				return err
+			}
+			if cfg.TrustKey, err = trustKeyFrom(trust); err != nil {
+				return err
+			}
 			return rl.RunRemoteActor(cmd.Context(), cfg)
 		},
 	}
@@ -37,5 +45,7 @@ has broadcast nothing new for --idle-timeout.`,
 	fl.StringVar(&cfg.RunID, "run", "train", "run id of the learner (tegrl train --run)")
 	fl.Uint32Var(&id, "id", 1, "actor id, unique within the run (in-process actors of tegrl train use 1..--actors)")
 	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "stop when the learner broadcast nothing new for this long")
+	fl.StringVar(&creds, "credentials", "", "file of the actor's NATS user credentials (NAME:PASSWORD) (default: the file $TEGRL_NATS_CREDENTIALS names)")
+	fl.StringVar(&trust, "trust-key", "", "the learner's public key (its run directory's signing.pub): drop parameters not signed with it (default: the file $TEGRL_TRUST_KEY names)")
 	return cmd
 }

@@ -65,6 +65,8 @@ type trainFlags struct {
 	init       string
 	replicas   bool
 	jsonOut    bool
+	creds      string
+	keyPerSeed bool
 }
 
 func init() { addCommand(newTrainCmd) }
@@ -147,6 +149,8 @@ Presets:
 	fl.Float64Var(&f.awrLambda, "awr-lambda", 1, "AWR's TD(λ) for advantages and value targets: 1 uses the Monte Carlo returns, less bootstraps from the value function")
 	fl.StringVar(&f.init, "init", "", "start from this policy (a policy file or train output folder of the same shape), e.g. an offline one")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the summary as JSON")
+	fl.StringVar(&f.creds, "credentials", "", "file of the learner's NATS user credentials (NAME:PASSWORD) for --nats (default: the file $TEGRL_NATS_CREDENTIALS names)")
+	fl.BoolVar(&f.keyPerSeed, "sign-key-from-seed", false, "derive the signing key from --seed instead of crypto/rand (reproducible signatures; anyone who knows the seed can sign)")
 	return cmd
 }
 
@@ -316,6 +320,14 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	if err := os.MkdirAll(f.out, 0o755); err != nil {
 		return err
 	}
+	if cfg.User, cfg.Password, err = credentialsFrom(f.creds); err != nil {
+		return err
+	}
+	var pub string
+	if cfg.SigningKey, pub, err = runSigningKey(f.out, f.seed, f.keyPerSeed, f.resume != ""); err != nil {
+		return err
+	}
+	a.log.Info("parameters and policies signed", "public_key", pub)
 	if f.offline != "" {
 		return runOffline(ctx, a, f, cfg, envCfg)
 	}
@@ -340,7 +352,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(f.out, "policy.safetensors"), payload, 0o644); err != nil {
+	if err := writeSignedPolicy(filepath.Join(f.out, "policy.safetensors"), payload, cfg.SigningKey); err != nil {
 		return err
 	}
 	if err := writeTrainLog(filepath.Join(f.out, "train_log.csv"), res.Log); err != nil {
@@ -435,7 +447,7 @@ func runOffline(ctx context.Context, a *app, f *trainFlags, cfg rl.TrainConfig, 
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(f.out, "policy.safetensors"), payload, 0o644); err != nil {
+	if err := writeSignedPolicy(filepath.Join(f.out, "policy.safetensors"), payload, cfg.SigningKey); err != nil {
 		return err
 	}
 	sum := offlineSummary{Command: report.CommandLine(a.argv), Recordings: dirs, Decisions: data.Len(), Offline: ocfg,

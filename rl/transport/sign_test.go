@@ -8,6 +8,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -397,4 +399,40 @@ func FuzzDecodePolicySignature(f *testing.F) {
 			t.Fatal("verified with another key")
 		}
 	})
+}
+
+func TestSigningKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	key, err := NewSigningKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := NewSigningKey()
+	if key.Equal(other) {
+		t.Fatal("two fresh keys are equal")
+	}
+	pp, err := WriteSigningKey(dir, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := os.Stat(filepath.Join(dir, SigningKeyFile))
+	if err != nil || info.Mode().Perm() != 0o600 {
+		t.Fatalf("private key file mode %v, %v", info.Mode(), err)
+	}
+	back, err := ReadSigningKey(dir)
+	if err != nil || !back.Equal(key) {
+		t.Fatalf("read back: %v", err)
+	}
+	pub, err := ReadPublicKeyFile(pp)
+	if err != nil || !pub.Equal(pubOf(key)) {
+		t.Fatalf("public key file: %v", err)
+	}
+	// A key from a seed is the same every time, and differs by seed.
+	if !SigningKeyFromSeed(1).Equal(SigningKeyFromSeed(1)) || SigningKeyFromSeed(1).Equal(SigningKeyFromSeed(2)) {
+		t.Error("keys from seeds")
+	}
+	want := sha256.Sum256(append([]byte("tegrl signing key from seed v1\x00"), 7, 0, 0, 0, 0, 0, 0, 0))
+	if !SigningKeyFromSeed(7).Equal(ed25519.NewKeyFromSeed(want[:])) {
+		t.Error("key from seed 7 is not derived as documented")
+	}
 }
