@@ -3,27 +3,18 @@ package env
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"testing"
 )
 
-const (
-	gpuNodesCSV = "../../shared/traces/alibaba-gpu-v2023/nodes.csv"
-	gpuPodsCSV  = "../../shared/traces/alibaba-gpu-v2023/pods.csv"
-)
-
-// loadGPUTrace loads the shared Alibaba GPU trace or skips.
+// loadGPUTrace loads the bundled Alibaba GPU trace.
 func loadGPUTrace(tb testing.TB) (*Cluster, *Workload) {
 	tb.Helper()
-	if _, err := os.Stat(gpuNodesCSV); err != nil {
-		tb.Skipf("shared trace not found at %s (a fresh clone has no ../shared): %v", gpuNodesCSV, err)
-	}
-	c, err := LoadAlibabaGPUNodes(gpuNodesCSV)
+	c, err := LoadAlibabaGPUNodes("")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	w, err := LoadAlibabaGPUPods(gpuPodsCSV, GPUTraceOptions{Compress: 1})
+	w, err := LoadAlibabaGPUPods("", GPUTraceOptions{Compress: 1})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -380,14 +380,14 @@ func TestSaturationPodsRemoveOnly(t *testing.T) {
 }
 
 // TestSaturationFGDOrdering runs the FGD protocol's six schedulers on the
-// shared trace's GPU machines for seeds 42..44 and checks the paper's
+// bundled trace's GPU machines for seeds 42..44 and checks the paper's
 // ordering of the allocation at 130% arrival where it holds with margin.
 func TestSaturationFGDOrdering(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long: 18 saturation runs on the full trace")
 	}
-	nodes := tracePath(t, "alibaba-gpu-v2023/nodes.csv")
-	podsPath := tracePath(t, "alibaba-gpu-v2023/pods.csv")
+	nodes := bundled
+	podsPath := bundled
 	c, err := LoadAlibabaGPUNodes(nodes)
 	if err != nil {
 		t.Fatal(err)

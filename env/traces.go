@@ -4,33 +4,21 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 )
 
-// Trace loaders for the public Alibaba cluster traces (see
-// ../shared/traces/README.md). Each loader has an io.Reader form, which the
-// fuzz tests drive, and a path form. Malformed rows are errors that name the
+// Trace loaders for the public Alibaba cluster traces (data/README.md gives
+// their sources; the repository bundles part of each). Each loader has an
+// io.Reader form, which the fuzz tests drive, and a path form, where "" is
+// the bundled copy and a path is a file (plain or .gz) or a folder holding
+// the table under its usual name. Malformed rows are errors that name the
 // file, line and column; nothing is silently skipped.
 
-func openTrace(path string) (*os.File, string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, "", fmt.Errorf("open trace: %w", err)
-	}
-	return f, filepath.Base(path), nil
-}
-
-// LoadAlibabaGPUNodes reads alibaba-gpu-v2023/nodes.csv into a cluster.
+// LoadAlibabaGPUNodes reads alibaba-gpu-v2023/nodes.csv into a cluster
+// ("" reads the bundled copy).
 func LoadAlibabaGPUNodes(path string) (*Cluster, error) {
-	f, name, err := openTrace(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAlibabaGPUNodes(name, f)
+	return loadTable(tableGPUNodes, path, ReadAlibabaGPUNodes)
 }
 
 // ReadAlibabaGPUNodes parses the GPU cluster's node table (columns sn,
@@ -97,27 +85,31 @@ type GPUTraceOptions struct {
 	// Compress divides all times (arrivals and durations); 1 keeps the
 	// trace's real time. The 2023 trace spans about 150 days.
 	Compress float64
-	SLA      SLAPolicy
+	// Window keeps the pods created inside it (trace seconds).
+	Window TraceWindow
+	SLA    SLAPolicy
 }
 
-// LoadAlibabaGPUPods reads alibaba-gpu-v2023/pods.csv into a workload.
+// LoadAlibabaGPUPods reads alibaba-gpu-v2023/pods.csv into a workload
+// ("" reads the bundled copy).
 func LoadAlibabaGPUPods(path string, opt GPUTraceOptions) (*Workload, error) {
-	f, name, err := openTrace(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAlibabaGPUPods(name, f, opt)
+	return loadTable(tableGPUPods, path, func(name string, r io.Reader) (*Workload, error) {
+		return ReadAlibabaGPUPods(name, r, opt)
+	})
 }
 
 // ReadAlibabaGPUPods parses the GPU cluster's pod table. Arrival is
 // creation_time; duration is deletion_time - scheduled_time (pods never
 // scheduled, such as Pending ones, use creation_time). gpu_milli above 1000
 // is clamped to 1000 as in the FGD simulator. Multi-GPU pods are training
-// gangs, LS pods are service replicas, the rest batch.
+// gangs, LS pods are service replicas, the rest batch. The pods of
+// opt.Window are kept and time starts at the first one's creation.
 func ReadAlibabaGPUPods(file string, r io.Reader, opt GPUTraceOptions) (*Workload, error) {
-	if opt.Compress <= 0 || math.IsNaN(opt.Compress) || math.IsInf(opt.Compress, 0) {
-		return nil, fmt.Errorf("%s: time compression %v must be a positive number", file, opt.Compress)
+	if err := checkCompress(file, opt.Compress); err != nil {
+		return nil, err
+	}
+	if err := opt.Window.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if opt.SLA == (SLAPolicy{}) {
 		opt.SLA = DefaultSLA
@@ -195,8 +187,11 @@ func ReadAlibabaGPUPods(file string, r io.Reader, opt GPUTraceOptions) (*Workloa
 		case deleted < start:
 			return nil, t.fail("deletion_time", "%v is before the pod started (%v)", deleted, start)
 		}
-		j.Arrival = created / opt.Compress
-		j.Duration = max((deleted-start)/opt.Compress, 1)
+		if !opt.Window.contains(created) {
+			continue
+		}
+		j.Arrival = created
+		j.Duration = deleted - start
 		switch {
 		case j.GPUs > 1:
 			j.Kind = Training
@@ -208,13 +203,15 @@ func ReadAlibabaGPUPods(file string, r io.Reader, opt GPUTraceOptions) (*Workloa
 		j.Tenant = int(j.QoS)
 		j.Migratable = j.Kind != Training
 		j.NetGbps = defaultNetGbps(&j)
-		opt.SLA.apply(&j)
 		w.Jobs = append(w.Jobs, j)
 	}
 	if len(w.Jobs) == 0 {
+		if opt.Window != (TraceWindow{}) {
+			return nil, fmt.Errorf("%s: no pods created in %s", file, opt.Window)
+		}
 		return nil, &ParseError{File: file, Line: 1, Err: fmt.Errorf("no pods")}
 	}
-	sortByArrival(w)
+	finishTrace(w, opt.Compress, opt.SLA)
 	return w, nil
 }
 
@@ -225,6 +222,8 @@ type Alibaba2018Options struct {
 	MemMiB int64
 	// Compress divides all times of the batch trace.
 	Compress float64
+	// Window keeps the tasks submitted inside it (trace seconds).
+	Window TraceWindow
 	// MaxInstances caps how many instances of one batch task become jobs
 	// (the trace has 2.5M instances in 31,756 tasks); 0 expands all.
 	MaxInstances int
@@ -243,14 +242,12 @@ func (o *Alibaba2018Options) defaults() {
 	}
 }
 
-// LoadAlibaba2018Machines reads alibaba-v2018/machine_meta.csv.
+// LoadAlibaba2018Machines reads alibaba-v2018/machine_meta.csv ("" reads
+// the bundled copy).
 func LoadAlibaba2018Machines(path string, opt Alibaba2018Options) (*Cluster, error) {
-	f, name, err := openTrace(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAlibaba2018Machines(name, f, opt)
+	return loadTable(table2018Meta, path, func(name string, r io.Reader) (*Cluster, error) {
+		return ReadAlibaba2018Machines(name, r, opt)
+	})
 }
 
 // ReadAlibaba2018Machines parses the 2018 machine table (no header; columns
@@ -373,22 +370,27 @@ func ReadAlibaba2018Machines(file string, r io.Reader, opt Alibaba2018Options) (
 	return c, c.Validate()
 }
 
-// LoadAlibaba2018Batch reads alibaba-v2018-batch/jobs.csv.
+// LoadAlibaba2018Batch reads alibaba-v2018-batch/jobs.csv ("" reads the
+// bundled copy).
 func LoadAlibaba2018Batch(path string, opt Alibaba2018Options) (*Workload, error) {
-	f, name, err := openTrace(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return ReadAlibaba2018Batch(name, f, opt)
+	return loadTable(table2018Batch, path, func(name string, r io.Reader) (*Workload, error) {
+		return ReadAlibaba2018Batch(name, r, opt)
+	})
 }
 
 // ReadAlibaba2018Batch parses the 2018 batch task table (columns: row index,
 // submit_time, duration, cpu (cores), memory (fraction of a machine), job_id,
 // task_id, instances_num, disk). Each instance is a CPU batch job, capped at
-// opt.MaxInstances per task.
+// opt.MaxInstances per task. The tasks of opt.Window are kept and time
+// starts at the first one's submission.
 func ReadAlibaba2018Batch(file string, r io.Reader, opt Alibaba2018Options) (*Workload, error) {
 	opt.defaults()
+	if err := checkCompress(file, opt.Compress); err != nil {
+		return nil, err
+	}
+	if err := opt.Window.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
 	t, err := newTable(file, r, true, []string{"submit_time", "duration", "cpu", "memory", "job_id", "task_id", "instances_num"})
 	if err != nil {
 		return nil, err
@@ -448,14 +450,17 @@ func ReadAlibaba2018Batch(file string, r io.Reader, opt Alibaba2018Options) (*Wo
 		if opt.MaxInstances > 0 {
 			inst = min(inst, int64(opt.MaxInstances))
 		}
+		if !opt.Window.contains(submit) {
+			continue
+		}
 		for k := int64(0); k < inst; k++ {
 			j := Job{
 				ID:         len(w.Jobs),
 				Name:       "j" + itoa(jobID) + "-t" + itoa(taskID) + "-i" + itoa(k),
 				Kind:       Batch,
 				QoS:        BestEffort,
-				Arrival:    submit / opt.Compress,
-				Duration:   max(dur/opt.Compress, 1),
+				Arrival:    submit,
+				Duration:   dur,
 				CPU:        max(int64(math.Round(cpu*1000)), 1),
 				Mem:        max(int64(math.Round(mem*float64(opt.MemMiB))), 1),
 				Service:    -1,
@@ -463,14 +468,16 @@ func ReadAlibaba2018Batch(file string, r io.Reader, opt Alibaba2018Options) (*Wo
 				Migratable: true,
 			}
 			j.NetGbps = defaultNetGbps(&j)
-			opt.SLA.apply(&j)
 			w.Jobs = append(w.Jobs, j)
 		}
 	}
 	if len(w.Jobs) == 0 {
+		if opt.Window != (TraceWindow{}) {
+			return nil, fmt.Errorf("%s: no tasks submitted in %s", file, opt.Window)
+		}
 		return nil, &ParseError{File: file, Line: 1, Err: fmt.Errorf("no tasks")}
 	}
-	sortByArrival(w)
+	finishTrace(w, opt.Compress, opt.SLA)
 	return w, nil
 }
 

@@ -9,22 +9,12 @@ import (
 	"testing"
 )
 
-// traceDir is the shared public traces folder, relative to env/.
-const traceDir = "../../shared/traces"
-
-// tracePath returns the path of a shared trace file, skipping the test when
-// it is absent (a fresh clone has no ../shared).
-func tracePath(t testing.TB, rel string) string {
-	t.Helper()
-	p := filepath.Join(traceDir, rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared trace %s not present (%v); skipping", p, err)
-	}
-	return p
-}
+// bundled is the path the loaders read as the repository's bundled copy
+// of a table (package data).
+const bundled = ""
 
 func TestLoadAlibabaGPUNodes(t *testing.T) {
-	c, err := LoadAlibabaGPUNodes(tracePath(t, "alibaba-gpu-v2023/nodes.csv"))
+	c, err := LoadAlibabaGPUNodes(bundled)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +58,7 @@ func TestLoadAlibabaGPUNodes(t *testing.T) {
 }
 
 func TestLoadAlibabaGPUPods(t *testing.T) {
-	w, err := LoadAlibabaGPUPods(tracePath(t, "alibaba-gpu-v2023/pods.csv"), GPUTraceOptions{Compress: 1})
+	w, err := LoadAlibabaGPUPods(bundled, GPUTraceOptions{Compress: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +103,7 @@ func TestLoadAlibabaGPUPods(t *testing.T) {
 }
 
 func TestLoadAlibaba2018Machines(t *testing.T) {
-	c, err := LoadAlibaba2018Machines(tracePath(t, "alibaba-v2018/machine_meta.csv"), Alibaba2018Options{})
+	c, err := LoadAlibaba2018Machines(bundled, Alibaba2018Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +130,14 @@ func TestLoadAlibaba2018Machines(t *testing.T) {
 		t.Fatalf("machine 1 = %+v, hops %d", m2, c.Hops(0, 1))
 	}
 	// MemMiB scales mem_size.
-	c2, err := LoadAlibaba2018Machines(tracePath(t, "alibaba-v2018/machine_meta.csv"), Alibaba2018Options{MemMiB: 1000})
+	c2, err := LoadAlibaba2018Machines(bundled, Alibaba2018Options{MemMiB: 1000})
 	if err != nil || c2.Machines[0].Mem != 1000 {
 		t.Fatalf("MemMiB 1000: %v, mem %d", err, c2.Machines[0].Mem)
 	}
 }
 
 func TestLoadAlibaba2018Batch(t *testing.T) {
-	p := tracePath(t, "alibaba-v2018-batch/jobs.csv")
+	p := bundled
 	w, err := LoadAlibaba2018Batch(p, Alibaba2018Options{MaxInstances: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -320,7 +310,7 @@ func TestReadAlibabaGPUPodsValid(t *testing.T) {
 		"late,1000,1024,1,1500,,BE,Running,100,300,120\n" + // clamped to 1000 milli
 		"cpu,2000,2048,0,300,,Guaranteed,Running,20,40,20\n" + // CPU-only: milli dropped
 		"spec,3000,4096,1,250,T4|V100M16,LS,Pending,20,50,\n" + // same arrival: file order kept
-		"zero,1,1,4,1000,,Burstable,Running,0,0,0\n" // zero duration -> 1 s (after compression)
+		"zero,1,1,4,1000,,Burstable,Running,0,0,0\n" // zero duration -> 1 trace second, 0.5 s compressed
 	w, err := ReadAlibabaGPUPods("pods.csv", strings.NewReader(in), GPUTraceOptions{Compress: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -342,7 +332,7 @@ func TestReadAlibabaGPUPodsValid(t *testing.T) {
 	if j = w.Jobs[2]; !slices.Equal(j.GPUModels, []string{"T4", "V100M16"}) || j.Kind != Service || j.LatencySLO != 60 || j.Duration != 15 {
 		t.Fatalf("spec = %+v", j)
 	}
-	if j = w.Jobs[0]; j.Duration != 1 || j.Kind != Training || j.Migratable {
+	if j = w.Jobs[0]; j.Duration != 0.5 || j.Kind != Training || j.Migratable {
 		t.Fatalf("zero = %+v", j)
 	}
 	// A custom SLA policy replaces the default.
@@ -444,18 +434,20 @@ func TestReadAlibaba2018BatchValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Task 17/1 is capped at 2 instances; task 2/5 arrives first (100/2).
+	// Task 17/1 is capped at 2 instances; task 2/5 arrives first, and time
+	// starts there: task 17/1 arrives at (600-100)/2 = 250.
 	if len(w.Jobs) != 3 {
 		t.Fatalf("%d jobs, want 3", len(w.Jobs))
 	}
 	j := w.Jobs[0]
-	// cpu 0 and memory 0 become the minimum 1; duration 0.1 -> 1 s.
-	if j.Name != "j2-t5-i0" || j.Arrival != 50 || j.Duration != 1 || j.CPU != 1 || j.Mem != 1 || j.Tenant != 2 {
+	// cpu 0 and memory 0 become the minimum 1; duration 0.2 -> 1 trace
+	// second, 0.5 s compressed.
+	if j.Name != "j2-t5-i0" || j.Arrival != 0 || j.Duration != 0.5 || j.CPU != 1 || j.Mem != 1 || j.Tenant != 2 {
 		t.Fatalf("job 0 = %+v", j)
 	}
 	j = w.Jobs[2]
 	// 1.5 cores = 1500m; 0.25 x 1000 MiB = 250; 116.5/2 = 58.25 s; tenant 17%16.
-	if j.Name != "j17-t1-i1" || j.ID != 2 || j.Arrival != 300 || j.Duration != 58.25 || j.CPU != 1500 || j.Mem != 250 || j.Tenant != 1 || j.Deadline != 3*58.25+300 {
+	if j.Name != "j17-t1-i1" || j.ID != 2 || j.Arrival != 250 || j.Duration != 58.25 || j.CPU != 1500 || j.Mem != 250 || j.Tenant != 1 || j.Deadline != 3*58.25+300 {
 		t.Fatalf("job 2 = %+v", j)
 	}
 	w, err = ReadAlibaba2018Batch("jobs.csv", strings.NewReader(in), Alibaba2018Options{})
