@@ -137,3 +137,49 @@ func BenchmarkAlloX(b *testing.B) {
 		})
 	}
 }
+
+// gavelPackedRound is gavelRound with job types indexing Gavel's table and
+// its co-location throughputs as the pair function.
+func gavelPackedRound(tb testing.TB, n int, seed uint64) *RoundState {
+	t, err := GavelThroughputTable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := []string{"v100", "p100", "k80"}
+	gpus := make([]int, len(names))
+	for j, name := range names {
+		if gpus[j], err = t.GPU(name); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 1))
+	s := &RoundState{Types: names, Capacity: []int{36, 36, 36}, Time: 3600}
+	for i := range n {
+		m := rng.IntN(len(t.Models))
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: m, Scale: 1, Priority: 1, StepsTotal: 1e6, StepsLeft: 1e6})
+		for _, g := range gpus {
+			s.Throughput = append(s.Throughput, t.Throughput(m, g, 1, false))
+		}
+	}
+	s.Pair = func(i, k, j int) (float64, float64, bool) {
+		return t.PairThroughput(s.Jobs[i].Type, s.Jobs[k].Type, gpus[j], 1)
+	}
+	return s
+}
+
+func BenchmarkMaxMinPacked(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelPackedRound(b, n, 1)
+			x := make([]float64, len(s.Throughput))
+			p := &MaxMinFairnessPacked{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
+		})
+	}
+}

@@ -10,6 +10,7 @@ func init() {
 	RegisterAllocationPolicy("finish_time_fairness", func() AllocationPolicy { return agnostic{&FinishTimeFairness{}} })
 	RegisterAllocationPolicy("finish_time_fairness_perf", func() AllocationPolicy { return &FinishTimeFairness{Perf: true} })
 	RegisterAllocationPolicy("allox", func() AllocationPolicy { return &AlloX{} })
+	RegisterAllocationPolicy("max_min_fairness_packed", func() AllocationPolicy { return &MaxMinFairnessPacked{} })
 }
 
 // agnostic wraps a heterogeneity-agnostic policy with the mechanism hint

@@ -1,0 +1,292 @@
+package env
+
+import (
+	"fmt"
+	"math"
+	"slices"
+)
+
+// MaxMinFairnessPacked is Gavel's max_min_fairness_packed: heterogeneity-
+// aware max-min fairness with space sharing. Besides running alone, two
+// jobs with the same scale factor may share the same GPUs of a type, each
+// at the pair throughput of Gavel's co-location table (RoundState.Pair). It
+// maximises the minimum over jobs of
+//
+//	scale_i · (Σ_j T[i,j]·x[i,j] + Σ_pairs Σ_j T_pair[i|k,j]·z[ik,j]) / (priority_i · Σ_j T[i,j])
+//
+// (Gavel's packing normalisation: the sum of the job's isolated throughputs
+// over the types) subject to each job's time alone and in pairs summing to
+// at most 1 and each type's GPUs, a pair using scale GPUs.
+//
+// Jobs of one job type, scale factor and priority are interchangeable, so
+// the LP has one variable per class of such jobs and type and one per pair
+// of classes and type (Gavel, too, solves a job-type formulation for this
+// reason); the pairs' time is then spread over concrete job pairs: between
+// two classes so that every job gets its class's share (the north-west
+// corner rule), within a class along a ring. Ties among optimal allocations
+// go to the one with the most total throughput relative to each job's best,
+// as in MaxMinFairnessPerf.
+type MaxMinFairnessPacked struct {
+	lp      lpSolver
+	classOf []int
+	first   []int
+	count   []int
+	members [][]int // class -> its jobs (indices into s.Jobs), in order
+	best    []float64
+	cols    []packCol
+	a, b    []float64
+	c1, c2  []float64
+	norm    []float64
+	pairs   []RoundPair
+	xbuf    []float64
+}
+
+// packCol is one LP column: class k alone (l < 0) or classes k <= l
+// together, on type j, with the per-unit throughputs tk, tl.
+type packCol struct {
+	k, l, j int
+	tk, tl  float64
+}
+
+// Name returns "max_min_fairness_packed".
+func (p *MaxMinFairnessPacked) Name() string { return "max_min_fairness_packed" }
+
+// Pairs returns the co-located pairs of the last Allocate, valid until the
+// next call.
+func (p *MaxMinFairnessPacked) Pairs(s *RoundState) []RoundPair { return p.pairs }
+
+// Allocate fills x with the jobs' time alone and records the pairs' time
+// for Pairs.
+func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
+	if err := checkRound(s, x); err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	p.pairs = p.pairs[:0]
+	clear(x)
+	nj, nt := len(s.Jobs), len(s.Types)
+	if nj == 0 {
+		return nil
+	}
+	p.group(s)
+	nc := len(p.first)
+	// Normalisation and the columns.
+	p.norm = lpGrow(p.norm, nc)
+	p.best = lpGrow(p.best, nc)
+	p.cols = p.cols[:0]
+	for k, i := range p.first {
+		job := s.Jobs[i]
+		sum := 0.0
+		for j := range nt {
+			sum += s.Throughput[i*nt+j]
+		}
+		p.norm[k] = float64(job.Scale) / (job.Priority * sum)
+		for j := range nt {
+			if usable(s, i, j) {
+				p.cols = append(p.cols, packCol{k: k, l: -1, j: j, tk: s.Throughput[i*nt+j] * p.norm[k]})
+			}
+		}
+	}
+	if s.Pair != nil {
+		for k, i := range p.first {
+			for l := k; l < nc; l++ {
+				i2 := p.first[l]
+				if s.Jobs[i].Scale != s.Jobs[i2].Scale || (l == k && p.count[k] < 2) {
+					continue
+				}
+				for j := range nt {
+					if s.Jobs[i].Scale > s.Capacity[j] {
+						continue
+					}
+					ti, tk, ok := s.Pair(i, i2, j)
+					if !ok || !(ti > 0) || !(tk > 0) {
+						continue
+					}
+					p.cols = append(p.cols, packCol{k: k, l: l, j: j, tk: ti * p.norm[k], tl: tk * p.norm[l]})
+				}
+			}
+		}
+	}
+	// A job gains at most its class's best coefficient per unit of its own
+	// time, alone or paired, so λ* <= best_k for every class.
+	clear(p.best)
+	for _, c := range p.cols {
+		p.best[c.k] = max(p.best[c.k], c.tk)
+		if c.l >= 0 {
+			p.best[c.l] = max(p.best[c.l], c.tl)
+		}
+	}
+	for k, b := range p.best {
+		if !(b > 0) {
+			return fmt.Errorf("%s: job %d: %w", p.Name(), s.Jobs[p.first[k]].ID, ErrRoundJobCannot)
+		}
+	}
+	l := slices.Min(p.best)
+	nv := len(p.cols) + 1
+	rows := 2*nc + nt
+	p.a = lpGrow(p.a, rows*nv)
+	p.b = lpGrow(p.b, rows)
+	p.c1 = lpGrow(p.c1, nv)
+	p.c2 = lpGrow(p.c2, nv)
+	clear(p.a)
+	clear(p.b)
+	clear(p.c1)
+	clear(p.c2)
+	mu := nv - 1
+	for k := range nc {
+		p.a[k*nv+mu] = l / p.best[k]
+		p.b[nc+k] = 1
+	}
+	for j := range nt {
+		p.b[2*nc+j] = 1
+	}
+	// Variables: alone, y = one job's share; in a pair, z = the pair
+	// entity's total time (GPU gangs × time), shared by the classes' jobs.
+	for v, c := range p.cols {
+		mk := float64(p.count[c.k])
+		sc := float64(s.Jobs[p.first[c.k]].Scale)
+		cj := float64(s.Capacity[c.j])
+		switch {
+		case c.l < 0:
+			p.a[c.k*nv+v] = -c.tk / p.best[c.k]
+			p.a[(nc+c.k)*nv+v] = 1
+			p.a[(2*nc+c.j)*nv+v] = mk * sc / cj
+			p.c2[v] = mk * c.tk / p.best[c.k]
+		case c.l == c.k:
+			// Each unit involves two of the class's m_k jobs.
+			p.a[c.k*nv+v] = -2 * c.tk / (mk * p.best[c.k])
+			p.a[(nc+c.k)*nv+v] = 2 / mk
+			p.a[(2*nc+c.j)*nv+v] = sc / cj
+			p.c2[v] = 2 * c.tk / p.best[c.k]
+		default:
+			ml := float64(p.count[c.l])
+			p.a[c.k*nv+v] = -c.tk / (mk * p.best[c.k])
+			p.a[c.l*nv+v] = -c.tl / (ml * p.best[c.l])
+			p.a[(nc+c.k)*nv+v] = 1 / mk
+			p.a[(nc+c.l)*nv+v] = 1 / ml
+			p.a[(2*nc+c.j)*nv+v] = sc / cj
+			p.c2[v] = c.tk/p.best[c.k] + c.tl/p.best[c.l]
+		}
+	}
+	p.c1[mu] = 1
+	y, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
+	if err != nil {
+		return fmt.Errorf("%s: LP over %d job classes and %d columns: %w", p.Name(), nc, len(p.cols), err)
+	}
+	for v, c := range p.cols {
+		if c.l >= 0 || y[v] <= 0 {
+			continue
+		}
+		for _, i := range p.members[c.k] {
+			x[i*nt+c.j] = min(y[v], 1)
+		}
+	}
+	p.spreadPairs(s, y)
+	return nil
+}
+
+// group puts jobs of one (job type, scale, priority, throughput row) into
+// a class, numbered by first job.
+func (p *MaxMinFairnessPacked) group(s *RoundState) {
+	nt := len(s.Types)
+	p.classOf = lpGrowInt(p.classOf, len(s.Jobs))
+	p.first, p.count = p.first[:0], p.count[:0]
+	p.members = p.members[:0]
+	for i, job := range s.Jobs {
+		k := -1
+		for c, f := range p.first {
+			fj := s.Jobs[f]
+			if fj.Type == job.Type && fj.Scale == job.Scale && fj.Priority == job.Priority &&
+				slices.Equal(s.Throughput[f*nt:(f+1)*nt], s.Throughput[i*nt:(i+1)*nt]) {
+				k = c
+				break
+			}
+		}
+		if k < 0 {
+			k = len(p.first)
+			p.first = append(p.first, i)
+			p.count = append(p.count, 0)
+			if k < cap(p.members) {
+				p.members = p.members[:k+1]
+				p.members[k] = p.members[k][:0]
+			} else {
+				p.members = append(p.members, nil)
+			}
+		}
+		p.classOf[i] = k
+		p.count[k]++
+		p.members[k] = append(p.members[k], i)
+	}
+}
+
+// spreadPairs turns each class pair's time into concrete job pairs whose
+// time gives every job of a class the same share.
+func (p *MaxMinFairnessPacked) spreadPairs(s *RoundState, y []float64) {
+	nt := len(s.Types)
+	p.xbuf = p.xbuf[:0]
+	// Collect, per class pair, the time on each type.
+	for v := 0; v < len(p.cols); {
+		c := p.cols[v]
+		if c.l < 0 {
+			v++
+			continue
+		}
+		// Columns of one class pair are consecutive (built type by type).
+		per := make([]float64, nt)
+		used := false
+		w := v
+		for ; w < len(p.cols) && p.cols[w].k == c.k && p.cols[w].l == c.l; w++ {
+			per[p.cols[w].j] = y[w]
+			if y[w] > 1e-12 {
+				used = true
+			}
+		}
+		v = w
+		if !used {
+			continue
+		}
+		A, B := p.members[c.k], p.members[c.l]
+		if c.k == c.l {
+			m := len(A)
+			n := m // a ring: m pairs, each 1/m of the time
+			frac := 1 / float64(m)
+			if m == 2 {
+				n, frac = 1, 1
+			}
+			for r := range n {
+				p.addPair(s, A[r], A[(r+1)%m], per, frac)
+			}
+			continue
+		}
+		// North-west corner: supplies 1/m_k, demands 1/m_l, total 1.
+		ra, rb := 1/float64(len(A)), 1/float64(len(B))
+		ia, ib := 0, 0
+		for ia < len(A) && ib < len(B) {
+			f := min(ra, rb)
+			if f > 1e-15 {
+				p.addPair(s, A[ia], B[ib], per, f)
+			}
+			ra -= f
+			rb -= f
+			if ra <= 1e-15 {
+				ia++
+				ra = 1 / float64(len(A))
+			}
+			if rb <= 1e-15 {
+				ib++
+				rb = 1 / float64(len(B))
+			}
+		}
+	}
+}
+
+func (p *MaxMinFairnessPacked) addPair(s *RoundState, i, k int, per []float64, frac float64) {
+	a, b := s.Jobs[i].ID, s.Jobs[k].ID
+	if a > b {
+		a, b = b, a
+	}
+	x := make([]float64, len(per))
+	for j, v := range per {
+		x[j] = math.Min(v*frac, 1)
+	}
+	p.pairs = append(p.pairs, RoundPair{A: a, B: b, X: x})
+}
