@@ -2,9 +2,13 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/tegrl/tegrl/rl/transport"
 )
@@ -54,5 +58,82 @@ func TestTrainSignsPolicy(t *testing.T) {
 	want := transport.SignPolicy(transport.SigningKeyFromSeed(1), read(filepath.Join(b, "policy.safetensors")))
 	if got := read(filepath.Join(b, "policy.safetensors.sig")); !bytes.Equal(got, want) {
 		t.Errorf("--sign-key-from-seed sidecar %q, want %q", got, want)
+	}
+}
+
+// TestBrokerUsers: tegrl broker --users admits the users of the file with
+// their roles: the learner publishes parameters, the actor receives them
+// and its own publish on the parameter subject is refused.
+func TestBrokerUsers(t *testing.T) {
+	users := filepath.Join(t.TempDir(), "users")
+	if err := os.WriteFile(users, []byte("# run r1\nlearn:pw-l:learner\nact:pw-a:actor:r1\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--users", users, "--log-level", "error"}, &out, &errb)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.HasSuffix(out.String(), "\n") {
+		select {
+		case err := <-done:
+			t.Fatalf("broker exited: %v\nstderr: %s", err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL printed; stderr: %s", errb.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	url := strings.TrimSpace(out.String())
+	dial := func(user, pass string) *transport.Conn {
+		c, err := transport.Dial(ctx, transport.DialConfig{URL: url, User: user, Password: pass, RunID: "r1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	lc, ac := dial("learn", "pw-l"), dial("act", "pw-a")
+	l, err := transport.NewLearner(lc, transport.LearnerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	act, err := transport.NewActor(ctx, ac, transport.ActorConfig{ID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer act.Close()
+	if err := l.PublishParams(1, []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ac.NATS().Publish(ac.Subjects().Params, []byte("forged")); err != nil {
+		t.Fatal(err)
+	}
+	fctx, fcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer fcancel()
+	_ = ac.Flush(fctx)
+	for ac.Stats().PermissionErrors == 0 || act.Stats().ParamsReceived == 0 {
+		if time.Now().After(deadline.Add(10 * time.Second)) {
+			t.Fatalf("actor stats %+v", act.Stats())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := transport.Dial(ctx, transport.DialConfig{URL: url, User: "act", Password: "pw-l", RunID: "r1"}); !errors.Is(err, transport.ErrUnauthorized) {
+		t.Errorf("wrong password: %v", err)
+	}
+	cancel()
+	<-done
+	// A malformed users file is refused with the line.
+	bad := filepath.Join(t.TempDir(), "bad")
+	if err := os.WriteFile(bad, []byte("a:b:admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := run(t, "broker", "--users", bad); err == nil || !strings.Contains(err.Error(), "line 1") {
+		t.Errorf("bad users file: %v", err)
 	}
 }
