@@ -183,3 +183,52 @@ func BenchmarkMaxMinPacked(b *testing.B) {
 		})
 	}
 }
+
+// gavelMultiRound draws n jobs as Gavel's continuous-multiple trace does:
+// scale factors 1/2/4/8 with probabilities 0.7/0.1/0.15/0.05, types among
+// those measured at the scale factor.
+func gavelMultiRound(tb testing.TB, n int, seed uint64) *RoundState {
+	t, err := GavelThroughputTable()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	names := []string{"v100", "p100", "k80"}
+	gpus := make([]int, len(names))
+	for j, name := range names {
+		if gpus[j], err = t.GPU(name); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 2))
+	s := &RoundState{Types: names, Capacity: []int{36, 36, 36}, Time: 3600}
+	for i := range n {
+		sc := gavelScale(rng.Float64())
+		m := rng.IntN(len(t.Models))
+		for !t.HasScale(m, sc) {
+			m = rng.IntN(len(t.Models))
+		}
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: m, Scale: sc, Priority: 1, StepsTotal: 1e6, StepsLeft: 1e6})
+		for _, g := range gpus {
+			s.Throughput = append(s.Throughput, t.Throughput(m, g, sc, false))
+		}
+	}
+	return s
+}
+
+func BenchmarkMaxMinPerfMulti(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelMultiRound(b, n, 1)
+			x := make([]float64, len(s.Throughput))
+			p := &MaxMinFairnessPerf{}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(p.mm.lp.pivots), "pivots")
+			b.ReportMetric(float64(len(p.mm.first)), "classes")
+		})
+	}
+}
