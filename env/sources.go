@@ -20,15 +20,16 @@ import (
 // traceTable is one table of a trace source: its usual file name and the
 // bundled copy.
 type traceTable struct {
-	file    string // usual file name, e.g. nodes.csv
-	bundled string // data package name
+	file    string   // usual file name, e.g. nodes.csv
+	bundled string   // data package name
+	sources []string // the spec sources that name this table
 }
 
 var (
-	tableGPUNodes    = traceTable{"nodes.csv", "alibaba-gpu-v2023/nodes.csv"}
-	tableGPUPods     = traceTable{"pods.csv", "alibaba-gpu-v2023/pods.csv"}
-	table2018Meta    = traceTable{"machine_meta.csv", "alibaba-v2018/machine_meta.csv"}
-	table2018Batch   = traceTable{"jobs.csv", "alibaba-v2018-batch/jobs.csv"}
+	tableGPUNodes    = traceTable{"nodes.csv", "alibaba-gpu-v2023/nodes.csv", []string{"alibaba-gpu"}}
+	tableGPUPods     = traceTable{"pods.csv", "alibaba-gpu-v2023/pods.csv", []string{"alibaba-gpu"}}
+	table2018Meta    = traceTable{"machine_meta.csv", "alibaba-v2018/machine_meta.csv", []string{"alibaba-2018"}}
+	table2018Batch   = traceTable{"jobs.csv", "alibaba-v2018-batch/jobs.csv", []string{"alibaba-batch"}}
 	clusterSources   = map[string]traceTable{"alibaba-gpu": tableGPUNodes, "alibaba-2018": table2018Meta}
 	workloadSources  = map[string]traceTable{"alibaba-gpu": tableGPUPods, "alibaba-batch": table2018Batch}
 	clusterSpecHelp  = "synthetic, alibaba-gpu[:FILE] (nodes.csv) or alibaba-2018[:FILE] (machine_meta.csv)"
@@ -60,10 +61,19 @@ func (e *noSuchFile) Is(target error) bool {
 	return target == ErrNoSuchFile || target == fs.ErrNotExist
 }
 
-// openTable opens one table: the bundled copy when path is "", else path
-// (a file, or a folder holding the table under its usual name, plain or
-// .gz). It returns the reader and the name errors and workloads carry.
+// openTable opens one table: the bundled copy when path is "" or the
+// table's source alone ("alibaba-gpu"), else path, which may carry the
+// source as a prefix ("alibaba-gpu:FILE"): a file, or a folder holding the
+// table under its usual name, plain or .gz. It returns the reader and the
+// name errors and workloads carry.
 func openTable(t traceTable, path string) (io.ReadCloser, string, error) {
+	for _, src := range t.sources {
+		if path == src {
+			path = ""
+		} else if rest, ok := strings.CutPrefix(path, src+":"); ok && rest != "" {
+			path = rest
+		}
+	}
 	if path == "" {
 		r, err := data.Open(t.bundled)
 		if err != nil {

@@ -2,7 +2,6 @@ package gnn
 
 import (
 	"math"
-	"os"
 	"reflect"
 	"testing"
 
@@ -157,11 +156,7 @@ func TestEncoderOnEnv(t *testing.T) {
 // TestEncoderOnAlibaba runs the default encoder on an observation of the
 // real 1,523-machine Alibaba GPU cluster under the synthetic workload.
 func TestEncoderOnAlibaba(t *testing.T) {
-	const nodes = "../../shared/traces/alibaba-gpu-v2023/nodes.csv"
-	if _, err := os.Stat(nodes); err != nil {
-		t.Skipf("shared trace not found at %s (a fresh clone has no ../shared): %v", nodes, err)
-	}
-	c, err := env.LoadAlibabaGPUNodes(nodes)
+	c, err := env.LoadAlibabaGPUNodes("alibaba-gpu") // the bundled copy
 	if err != nil {
 		t.Fatal(err)
 	}

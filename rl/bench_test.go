@@ -145,10 +145,7 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 // arrival: FGD's ranking of the machines (cached scores), the features of
 // the 8 best and the policy's greedy sample.
 func BenchmarkSaturationDecision(b *testing.B) {
-	spec := SaturateSpec{Nodes: "../../shared/traces/alibaba-gpu-v2023/nodes.csv", Pods: "../../shared/traces/alibaba-gpu-v2023/pods.csv", Tune: 1.3}
-	if _, err := os.Stat(spec.Nodes); err != nil {
-		b.Skipf("shared trace not found: %v", err)
-	}
+	spec := SaturateSpec{Nodes: "alibaba-gpu", Pods: "alibaba-gpu", Tune: 1.3} // the bundled trace
 	cfg := DefaultPolicyConfig()
 	cfg.Candidates, cfg.Features = 8, FeaturesSaturation
 	p, err := NewPolicy(cfg, 1)

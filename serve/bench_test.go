@@ -17,17 +17,13 @@ import (
 	"github.com/tegrl/tegrl/env"
 )
 
-// alibabaNodes is the 1,523-machine Alibaba GPU cluster, beside the
-// checkout (the benchmarks fall back to a synthetic cluster without it).
-const alibabaNodes = "../../shared/traces/alibaba-gpu-v2023/nodes.csv"
-
 // benchCluster returns the cluster of a benchmark: the Alibaba GPU
-// cluster for 1523 machines when its trace is there, else synthetic.
+// cluster (bundled) for 1523 machines, else synthetic.
 func benchCluster(b testing.TB, n int) (*env.Cluster, string) {
 	b.Helper()
 	if n == 1523 {
-		if _, err := os.Stat(alibabaNodes); err == nil {
-			spec, err := env.ParseClusterSpec("alibaba-gpu:" + alibabaNodes)
+		{
+			spec, err := env.ParseClusterSpec("alibaba-gpu")
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -186,8 +186,7 @@ and jobs.arrow so that it can be replayed. Rows are written as they come:
 memory does not grow with the run. A transition of a 100-machine cluster
 is about 150 KB, so the defaults are a small cluster and one hour.`,
 		Example: `  tegrl dataset record --scheduler langevin --machines 100 --duration 1h --seed 1 --out data/langevin
-  tegrl dataset record --scheduler fgd --cluster alibaba-gpu:../shared/traces/alibaba-gpu-v2023/nodes.csv \
-      --duration 30m --out data/fgd-gpu`,
+  tegrl dataset record --scheduler fgd --cluster alibaba-gpu --duration 30m --out data/fgd-gpu`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecord(cmd, a, f)
@@ -196,13 +195,14 @@ is about 150 KB, so the defaults are a small cluster and one hour.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.scheduler, "scheduler", "fgd", "scheduler: a built-in name ("+strings.Join(env.SchedulerNames, ", ")+") or a policy file")
 	fl.IntVar(&f.machines, "machines", 100, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
-	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic, alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
+	fl.StringVar(&f.workload, "workload", "synthetic", env.WorkloadSpecHelp)
 	fl.StringVar(&f.duration, "duration", "1h", `simulated time to run (Go duration such as 1h, or seconds); "" runs the synthetic horizon, or until a trace drains`)
 	fl.IntVar(&f.ticks, "ticks", 0, "stop after this many ticks (0: no limit beyond --duration)")
 	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the cluster, workload, failures and scheduler randomness")
-	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the workload, failures and scheduler randomness (the synthetic cluster has --cluster-seed)")
+	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load: the synthetic workload's; for a trace, when given, its jobs are resampled or thinned (seeded) to it")
+	f.addTraceFlags(fl, a.stderr)
 	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads")
 	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
 	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")

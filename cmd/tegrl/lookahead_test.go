@@ -30,8 +30,9 @@ func TestLookaheadCommand(t *testing.T) {
 	if !(r.LookAccrued <= r.BaseAccrued) || r.BaseAccrued <= 0 {
 		t.Errorf("lookahead accrued %v, base %v", r.LookAccrued, r.BaseAccrued)
 	}
-	// The base's own run is what tegrl simulate reports for it.
-	sim, _, err := run(t, "simulate", "--scheduler", "kube", "--machines", "96", "--load", "1.1", "--duration", "1h", "--seed", "102", "--json", "--log-level", "warn")
+	// The base's own run is what tegrl simulate reports for it (lookahead
+	// seeds each seed's cluster with the seed).
+	sim, _, err := run(t, "simulate", "--scheduler", "kube", "--machines", "96", "--load", "1.1", "--duration", "1h", "--seed", "102", "--cluster-seed", "102", "--json", "--log-level", "warn")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -149,7 +149,7 @@ func TestSaturateErrors(t *testing.T) {
 		{[]string{"--scheduler", "nope"}, `--scheduler: scheduler list "nope": unknown scheduler`},
 		{[]string{"--tune", "0"}, "--tune 0: want a positive number"},
 		{[]string{"--workers", "-1"}, "--workers -1"},
-		{[]string{"--nodes", "/no/such/nodes.csv"}, "--nodes /no/such/nodes.csv: file not found"},
+		{[]string{"--nodes", "/no/such/nodes.csv"}, "--nodes /no/such/nodes.csv: no such file"},
 		{[]string{"--pods", t.TempDir()}, "is a directory"},
 		{[]string{"--log-level", "loud"}, `--log-level "loud"`},
 		{[]string{"--log-format", "xml"}, `--log-format "xml"`},

@@ -22,10 +22,11 @@ import (
 
 func init() { addCommand(newSaturateCmd) }
 
-// Default trace paths, relative to the repository root.
+// Default trace tables: the bundled Alibaba GPU trace (a trace spec, as
+// --cluster and --workload take: alibaba-gpu:FILE reads a file).
 const (
-	defaultGPUNodes = "../shared/traces/alibaba-gpu-v2023/nodes.csv"
-	defaultGPUPods  = "../shared/traces/alibaba-gpu-v2023/pods.csv"
+	defaultGPUNodes = "alibaba-gpu"
+	defaultGPUPods  = "alibaba-gpu"
 )
 
 // saturateFlags are the options of tegrl saturate.
@@ -46,7 +47,7 @@ func newSaturateCmd(a *app) *cobra.Command {
 		Use:   "saturate",
 		Short: "Run the FGD GPU saturation experiment and compare schedulers",
 		Long: `saturate runs the GPU saturation experiment of the FGD paper (Weng et al.,
-ATC'23; see ../shared/fgd-protocol.md) on the Alibaba GPU cluster trace.
+ATC'23) on the Alibaba GPU cluster trace.
 
 The cluster is the trace's machines that have GPUs. For each seed the pods
 are shuffled and topped up (drawn with replacement) until their GPU demand
@@ -80,8 +81,8 @@ results do not depend on it.`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "Alibaba GPU trace node table (nodes.csv); only machines with GPUs are used")
-	fl.StringVar(&f.pods, "pods", defaultGPUPods, "Alibaba GPU trace pod table (pods.csv)")
+	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "Alibaba GPU trace node table: alibaba-gpu (bundled nodes.csv) or alibaba-gpu:FILE; only machines with GPUs are used")
+	fl.StringVar(&f.pods, "pods", defaultGPUPods, "Alibaba GPU trace pod table: alibaba-gpu (bundled pods.csv) or alibaba-gpu:FILE")
 	fl.StringVar(&f.schedulers, "scheduler", "all", "comma-separated schedulers: random, bestfit, dotprod, packing, clustering, fgd, kube, p2c, or policy files (tegrl train --preset saturate); \"all\" = the FGD protocol's six (random through fgd)")
 	fl.StringVar(&f.seeds, "seeds", "42-51", `seeds: one ("7"), a range ("42-51"), a list ("42,43,50") or a mix ("1-3,10")`)
 	fl.Float64Var(&f.tune, "tune", 1.3, "stop submitting pods when their GPU demand reaches this multiple of the GPU capacity")
@@ -206,10 +207,14 @@ func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
 
 // checkTrace fails with a helpful message when a trace file is missing.
 func checkTrace(flag, path string) error {
+	if path == "alibaba-gpu" {
+		return nil // the bundled copy
+	}
+	path = strings.TrimPrefix(path, "alibaba-gpu:")
 	st, err := os.Stat(path)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("%s %s: file not found; run from the repository root with ../shared/traces present, or pass %s PATH", flag, path, flag)
+		return fmt.Errorf("%s %s: no such file (leave %s out for the bundled trace)", flag, path, flag)
 	case err != nil:
 		return fmt.Errorf("%s: %w", flag, err)
 	case st.IsDir():

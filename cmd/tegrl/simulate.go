@@ -31,6 +31,7 @@ type runSource struct {
 	compress     float64
 	maxInstances int
 	mtbf         float64
+	traceFlags
 }
 
 // build builds the cluster, the workload and the run's configuration
@@ -47,6 +48,9 @@ func (f *runSource) build() (*env.Cluster, *env.Workload, env.SimConfig, error) 
 		return nil, nil, cfg, err
 	}
 	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
+	if err := f.applyTrace(&cs, &ws); err != nil {
+		return nil, nil, cfg, err
+	}
 	c, err := cs.Load()
 	if err != nil {
 		return nil, nil, cfg, fmt.Errorf("load cluster: %w", err)
@@ -64,6 +68,8 @@ func (f *runSource) build() (*env.Cluster, *env.Workload, env.SimConfig, error) 
 	case ws.Source == "synthetic":
 		cfg.Duration = ws.Config.Horizon
 	}
+	f.traceConfig(ws, &cfg)
+	describeRun(f.info, cs, ws, c, w)
 	return c, w, cfg, nil
 }
 
@@ -94,8 +100,8 @@ The same flags and seed always print the same bytes.
 
 Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 		Example: `  tegrl simulate --scheduler all --machines 1000 --duration 6h --seed 1
-  tegrl simulate --scheduler fgd --cluster alibaba-gpu:../shared/traces/alibaba-gpu-v2023/nodes.csv \
-      --workload alibaba-gpu:../shared/traces/alibaba-gpu-v2023/pods.csv --compress 100 --json`,
+  tegrl simulate --scheduler all --cluster alibaba-gpu --workload alibaba-gpu --window 48h --load 1.0
+  tegrl simulate --scheduler fgd --cluster alibaba-gpu --workload alibaba-gpu:pods.csv.gz --compress 100 --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSimulate(a, f)
@@ -104,14 +110,15 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.schedulers, "scheduler", "fgd", "scheduler name, a comma-separated list, or all")
 	fl.IntVar(&f.machines, "machines", 1000, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
-	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic, alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
-	fl.StringVar(&f.duration, "duration", "", "simulated time to run (Go duration such as 6h, or seconds); default: the synthetic horizon (6h), or until a trace drains")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
+	fl.StringVar(&f.workload, "workload", "synthetic", env.WorkloadSpecHelp)
+	fl.StringVar(&f.duration, "duration", "", "simulated time to run (Go duration such as 6h, or seconds); default: the synthetic horizon (6h), a trace's --window, or until a trace drains")
 	fl.IntVar(&f.ticks, "ticks", 0, "stop after this many ticks (0: no limit beyond --duration)")
-	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
-	fl.Uint64Var(&f.seed, "seed", 1, "seed of the cluster, workload, failures and scheduler randomness")
-	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload (fraction of the busier of CPU and GPU capacity)")
+	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick (trace workloads: divided by --compress unless given)")
+	fl.Uint64Var(&f.seed, "seed", 1, "seed of the workload, failures and scheduler randomness (the synthetic cluster has --cluster-seed)")
+	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load (fraction of the busier of CPU and GPU capacity): the synthetic workload's; for a trace, when given, its jobs are resampled or thinned (seeded) to it")
 	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads (arrivals and durations divided by it)")
+	f.addTraceFlags(fl, a.stderr)
 	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all 2.5M)")
 	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object per scheduler (JSON lines) instead of a table")
