@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
@@ -228,4 +229,22 @@ func FuzzParseCredentials(f *testing.F) {
 			t.Fatalf("parsed user refused: %v", err)
 		}
 	})
+}
+
+// A server with users logs nothing at warn level when it starts (the
+// server's advice against plain-text passwords goes to debug).
+func TestUsersServerQuiet(t *testing.T) {
+	var buf bytes.Buffer
+	lu, au, err := RunUsers("q")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := StartServer(ServerConfig{Users: []User{lu, au}, Logger: slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Shutdown()
+	if buf.Len() != 0 {
+		t.Errorf("server logged at warn:\n%s", buf.String())
+	}
 }
