@@ -51,7 +51,11 @@ func TestMinTotalDurationHand(t *testing.T) {
 
 func TestMinTotalDurationMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	for trial := range 60 {
+	trials := 60
+	if testing.Short() {
+		trials = 25
+	}
+	for trial := range trials {
 		s := randomRound(rng, 1+rng.IntN(10), 1+rng.IntN(3), trial%2 == 0)
 		x := make([]float64, len(s.Throughput))
 		p := &MinTotalDuration{Perf: true}
@@ -116,7 +120,11 @@ func TestFinishTimeFairnessOptimal(t *testing.T) {
 	// The policy's largest ratio ρ* is optimal: gonum's LP for the
 	// throughputs ρ*(1+1e-7) needs is feasible, and for ρ*(1-1e-6) it is not.
 	rng := rand.New(rand.NewPCG(11, 12))
-	for trial := range 40 {
+	trials := 40
+	if testing.Short() {
+		trials = 15
+	}
+	for trial := range trials {
 		s := randomRound(rng, 1+rng.IntN(8), 1+rng.IntN(3), trial%2 == 0)
 		x := make([]float64, len(s.Throughput))
 		p := &FinishTimeFairness{Perf: true}

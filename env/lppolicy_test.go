@@ -104,7 +104,11 @@ func TestLPSolverHand(t *testing.T) {
 func TestLPSolverMatchesGonum(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var s lpSolver
-	for trial := range 300 {
+	trials := 300
+	if testing.Short() {
+		trials = 100
+	}
+	for trial := range trials {
 		m, n := 1+rng.IntN(12), 1+rng.IntN(12)
 		a := make([]float64, m*n)
 		b := make([]float64, m)
@@ -362,7 +366,7 @@ func TestMaxMinPerfMatchesGonum(t *testing.T) {
 	p := &MaxMinFairnessPerf{}
 	trials := 200
 	if testing.Short() {
-		trials = 60
+		trials = 40
 	}
 	for trial := range trials {
 		s := randomRound(rng, 1+rng.IntN(12), 1+rng.IntN(3), trial%2 == 1)
