@@ -88,7 +88,12 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 		return err
 	}
 	cfg.Logger.Info("actor started", "id", cfg.ID, "run", cfg.RunID)
-	return a.Run(ctx)
+	err = a.Run(ctx)
+	st := tr.Stats()
+	cfg.Logger.Info("actor stopped", "id", cfg.ID, "segments", st.SegmentsPublished, "publish_errors", st.PublishErrors,
+		"params_received", st.ParamsReceived, "params_unsigned", st.ParamsUnsigned, "params_bad_signature", st.ParamsBadSignature,
+		"params_errors", st.ParamsErrors, "permission_errors", st.Conn.PermissionErrors)
+	return err
 }
 
 // actorConfigFromParams reads an actor's configuration from a broadcast's
