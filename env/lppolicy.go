@@ -18,7 +18,17 @@ import (
 var (
 	ErrRoundNoCapacity = errors.New("allocation: the cluster has no GPUs")
 	ErrRoundJobCannot  = errors.New("allocation: a job can run on no GPU type")
+	// ErrRoundTooLarge: more distinct jobs than the dense LP serves in
+	// reasonable time and memory (maxLPClasses).
+	ErrRoundTooLarge = errors.New("allocation: LP too large")
 )
+
+// maxLPClasses bounds the classes of distinct jobs one max-min LP takes:
+// its tableau has 2·classes+types rows and about 5·classes columns, so
+// 1,000 classes are 40 MB and seconds per LP (the cost grows with the cube).
+// Policies whose jobs all differ (finish-time fairness, min total duration)
+// reach it only far above a cluster's capacity.
+const maxLPClasses = 1000
 
 // checkRound validates what every LP policy reads of s and x.
 func checkRound(s *RoundState, x []float64) error {
@@ -110,6 +120,9 @@ func (m *maxMin) solve(coef []float64, scale []int, capacity []int, x []float64)
 	nj := len(scale)
 	m.group(coef, scale, nt)
 	nc := len(m.first)
+	if nc > maxLPClasses {
+		return 0, fmt.Errorf("allocation: %d distinct jobs, more than %d: %w", nc, maxLPClasses, ErrRoundTooLarge)
+	}
 	m.best = lpGrow(m.best, nc)
 	m.vars = m.vars[:0]
 	for k, i := range m.first {
@@ -126,8 +139,8 @@ func (m *maxMin) solve(coef []float64, scale []int, capacity []int, x []float64)
 		m.best[k] = best
 	}
 	// λ is measured in units of L = min_k best_k, an upper bound on λ*, and
-	// each class's row is divided by its best coefficient: all LP entries
-	// then lie in [0, 1] whatever the throughputs' units.
+	// each class's row is divided by its best coefficient: the λ rows'
+	// entries then lie in [0, 1] whatever the throughputs' units.
 	l := slices.Min(m.best)
 	nv := len(m.vars) + 1 // the classes' columns, then μ = λ/L
 	rows := 2*nc + nt

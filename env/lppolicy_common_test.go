@@ -50,6 +50,24 @@ func TestLPPoliciesBadInput(t *testing.T) {
 	}
 }
 
+func TestMaxMinTooLarge(t *testing.T) {
+	// maxLPClasses+1 jobs that all differ: refused before the tableau is built.
+	n := maxLPClasses + 1
+	coef := make([]float64, n)
+	scale := make([]int, n)
+	for i := range n {
+		coef[i] = 1 + float64(i)
+		scale[i] = 1
+	}
+	var m maxMin
+	if _, err := m.solve(coef, scale, []int{4}, make([]float64, n)); !errors.Is(err, ErrRoundTooLarge) {
+		t.Fatalf("err %v, want ErrRoundTooLarge", err)
+	}
+	if len(m.lp.tab) != 0 {
+		t.Fatal("tableau built")
+	}
+}
+
 func TestLPPoliciesFeasibleAndDeterministic(t *testing.T) {
 	for _, name := range lpPolicies {
 		rng := rand.New(rand.NewPCG(31, 32))

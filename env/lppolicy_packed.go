@@ -120,6 +120,9 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			return fmt.Errorf("%s: job %d: %w", p.Name(), s.Jobs[p.first[k]].ID, ErrRoundJobCannot)
 		}
 	}
+	if nc > maxLPClasses || len(p.cols) > 5*maxLPClasses {
+		return fmt.Errorf("%s: %d job classes, %d columns: %w", p.Name(), nc, len(p.cols), ErrRoundTooLarge)
+	}
 	l := slices.Min(p.best)
 	nv := len(p.cols) + 1
 	rows := 2*nc + nt
