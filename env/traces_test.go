@@ -310,7 +310,7 @@ func TestReadAlibabaGPUPodsValid(t *testing.T) {
 		"late,1000,1024,1,1500,,BE,Running,100,300,120\n" + // clamped to 1000 milli
 		"cpu,2000,2048,0,300,,Guaranteed,Running,20,40,20\n" + // CPU-only: milli dropped
 		"spec,3000,4096,1,250,T4|V100M16,LS,Pending,20,50,\n" + // same arrival: file order kept
-		"zero,1,1,4,1000,,Burstable,Running,0,0,0\n" // zero duration -> 1 trace second, 0.5 s compressed
+		"zero,1,1,4,1000,,Burstable,Running,0,0,0\n" // zero duration -> 1 s (after compression)
 	w, err := ReadAlibabaGPUPods("pods.csv", strings.NewReader(in), GPUTraceOptions{Compress: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -332,7 +332,7 @@ func TestReadAlibabaGPUPodsValid(t *testing.T) {
 	if j = w.Jobs[2]; !slices.Equal(j.GPUModels, []string{"T4", "V100M16"}) || j.Kind != Service || j.LatencySLO != 60 || j.Duration != 15 {
 		t.Fatalf("spec = %+v", j)
 	}
-	if j = w.Jobs[0]; j.Duration != 0.5 || j.Kind != Training || j.Migratable {
+	if j = w.Jobs[0]; j.Duration != 1 || j.Kind != Training || j.Migratable {
 		t.Fatalf("zero = %+v", j)
 	}
 	// A custom SLA policy replaces the default.
@@ -440,9 +440,8 @@ func TestReadAlibaba2018BatchValid(t *testing.T) {
 		t.Fatalf("%d jobs, want 3", len(w.Jobs))
 	}
 	j := w.Jobs[0]
-	// cpu 0 and memory 0 become the minimum 1; duration 0.2 -> 1 trace
-	// second, 0.5 s compressed.
-	if j.Name != "j2-t5-i0" || j.Arrival != 0 || j.Duration != 0.5 || j.CPU != 1 || j.Mem != 1 || j.Tenant != 2 {
+	// cpu 0 and memory 0 become the minimum 1; duration 0.1 -> 1 s.
+	if j.Name != "j2-t5-i0" || j.Arrival != 0 || j.Duration != 1 || j.CPU != 1 || j.Mem != 1 || j.Tenant != 2 {
 		t.Fatalf("job 0 = %+v", j)
 	}
 	j = w.Jobs[2]

@@ -47,15 +47,17 @@ func checkCompress(file string, c float64) error {
 // finishTrace turns the raw trace times of w's jobs into simulation time:
 // jobs sorted by arrival (file order among equal times), time starting at
 // the first arrival (a trace that begins late is not preceded by idle
-// days), every time divided by compress, a job lasting at least one trace
-// second, and SLAs from the compressed durations.
+// days), every time divided by compress, a job lasting at least one
+// simulated second (the simulator's own floor: slowdown divides by
+// max(duration, 1 s), so a shorter job would report a slowdown below 1),
+// and SLAs from the compressed durations.
 func finishTrace(w *Workload, compress float64, sla SLAPolicy) {
 	sortByArrival(w)
 	t0 := w.Jobs[0].Arrival
 	for i := range w.Jobs {
 		j := &w.Jobs[i]
 		j.Arrival = (j.Arrival - t0) / compress
-		j.Duration = max(j.Duration, 1) / compress
+		j.Duration = max(j.Duration/compress, 1)
 		sla.apply(j)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/tegrl/tegrl/env"
@@ -36,6 +37,15 @@ func schedulerFactory(spec string) (func() env.Scheduler, error) {
 			}
 			return f, nil
 		}
+	}
+	if strings.ContainsAny(spec, `/\`) || strings.HasPrefix(spec, ".") {
+		// A path: say what is wrong with it rather than "unknown scheduler".
+		if st, err := os.Stat(spec); err != nil {
+			return nil, fmt.Errorf("scheduler %q: no such file or folder (a policy file, or a train output folder holding policy.safetensors)", spec)
+		} else if st.IsDir() {
+			return nil, fmt.Errorf("scheduler %q: the folder holds no policy.safetensors", spec)
+		}
+		return nil, fmt.Errorf("scheduler %q: not a policy file (want NAME.safetensors or a train output folder)", spec)
 	}
 	return nil, fmt.Errorf("unknown scheduler %q (built-in: %s; or a policy file)", spec, strings.Join(env.SchedulerNames, ", "))
 }
