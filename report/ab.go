@@ -583,20 +583,15 @@ func writeMarkdownTable(b *strings.Builder, rows [][]string, right []bool) {
 	}
 }
 
-// ParseABSeeds reads tegrl ab's --seeds: a bare count N means seeds 1..N
-// ("20" is 20 seeds); anything else is a seed list for ParseSeeds ("1-20",
-// "3,5,8"; a single seed s is "s-s").
+// ParseABSeeds reads tegrl ab's --seeds with ParseSeeds, the one seeds
+// grammar of every command (a bare number is one seed, "1-20" a range,
+// "3,5,8" a list). A bare number is refused: it is one seed, over which no
+// confidence interval can be drawn, and is most often meant as a count;
+// the error says how to write either.
 func ParseABSeeds(spec string) ([]uint64, error) {
 	s := strings.TrimSpace(spec)
-	if s != "" && !strings.ContainsAny(s, ",-") {
-		n, err := strconv.ParseUint(s, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("seeds %q: want a count (20), a range (1-20) or a list (3,5,8)", spec)
-		}
-		if n == 0 || n > MaxSeeds {
-			return nil, fmt.Errorf("seeds %q: want a count from 1 to %d", spec, MaxSeeds)
-		}
-		return ParseSeeds("1-" + s)
+	if _, err := strconv.ParseUint(s, 10, 64); err == nil {
+		return nil, fmt.Errorf("seeds %q: a bare number is one seed, and an A/B comparison needs several; write 1-%s for seeds 1 to %s, or %s-%s for that one seed", spec, s, s, s, s)
 	}
 	return ParseSeeds(spec)
 }

@@ -344,7 +344,7 @@ func TestParseABSeeds(t *testing.T) {
 		spec string
 		want []uint64
 	}{
-		{"3", []uint64{1, 2, 3}}, {" 1 ", []uint64{1}}, {"1-3", []uint64{1, 2, 3}}, {"7-7", []uint64{7}}, {"5,2", []uint64{2, 5}},
+		{"1-3", []uint64{1, 2, 3}}, {"7-7", []uint64{7}}, {"5,2", []uint64{2, 5}}, {" 4 - 5 ", []uint64{4, 5}},
 	} {
 		got, err := ParseABSeeds(tc.spec)
 		if err != nil || !slices.Equal(got, tc.want) {
@@ -352,7 +352,8 @@ func TestParseABSeeds(t *testing.T) {
 		}
 	}
 	for _, tc := range []struct{ spec, want string }{
-		{"0", "count from 1"}, {"100001", "count from 1"}, {"x", "want a count"}, {"", "seed list is empty"}, {"3-1", "runs backwards"},
+		{"20", "a bare number is one seed, and an A/B comparison needs several; write 1-20 for seeds 1 to 20, or 20-20"},
+		{" 1 ", "a bare number is one seed"}, {"0", "a bare number is one seed"}, {"x", "not a seed"}, {"", "seed list is empty"}, {"3-1", "runs backwards"},
 	} {
 		if _, err := ParseABSeeds(tc.spec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("ParseABSeeds(%q) error %v, want %q", tc.spec, err, tc.want)

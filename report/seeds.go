@@ -9,6 +9,10 @@ import (
 	"github.com/tegrl/tegrl/env"
 )
 
+// SeedsHelp describes the seeds grammar of every command's --seeds and
+// --eval-seeds, for flag help.
+const SeedsHelp = `a seed ("7": one seed), a range ("1-20") or a list ("3,5,8"; mixed: "1-3,10")`
+
 // MaxSeeds bounds how many seeds one seed list may name, so that a typo such
 // as "42-4200000" fails fast instead of running for days.
 const MaxSeeds = 100000

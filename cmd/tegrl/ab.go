@@ -61,9 +61,10 @@ reported as means.
 A and B are built-in scheduler names (` + strings.Join(env.SchedulerNames, ", ") + `)
 or policy files.
 
---seeds takes a count ("20" = seeds 1 to 20), a range ("1-20") or a list
-("3,5,8"); one seed s is "s-s". Runs go in parallel (--workers); the
-results do not depend on it.
+--seeds takes a range ("1-20") or a list ("3,5,8"), as every command does;
+a bare number is one seed there, which cannot be compared, so ab refuses
+it (one seed s is "s-s"). Runs go in parallel (--workers); the results do
+not depend on it.
 
 With --out DIR it writes DIR/report.md (command, setup, per-metric table,
 reference schedulers, plots), DIR/report.json and PNG plots: CDFs of job
@@ -72,9 +73,9 @@ GPU fragmentation, damping and queue length over time (means over seeds).
 With --json stdout has exactly one JSON object (the same as report.json):
 a, b, seeds, metrics (per metric: a_mean, b_mean, diff_mean, ci_low,
 ci_high, direction, verdict), reference and setup.`,
-		Example: `  tegrl ab --a langevin --b fgd --seeds 20 --out ab-fgd
+		Example: `  tegrl ab --a langevin --b fgd --seeds 1-20 --out ab-fgd
   tegrl ab --b policy.safetensors --seeds 1-20 --ref "" --json
-  tegrl ab --b kube --machines 500 --duration 3h --seeds 5 --ref bestfit`,
+  tegrl ab --b kube --machines 500 --duration 3h --seeds 1-5 --ref bestfit`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAB(cmd, a, f)
@@ -84,7 +85,7 @@ ci_high, direction, verdict), reference and setup.`,
 	fl.StringVar(&f.a, "a", "langevin", "scheduler A, the baseline: a built-in name or a policy file")
 	fl.StringVar(&f.b, "b", "", "scheduler B, compared with A: a built-in name or a policy file (required)")
 	fl.StringVar(&f.ref, "ref", "kube,bestfit,fgd", `reference schedulers, comma-separated ("" for none)`)
-	fl.StringVar(&f.seeds, "seeds", "20", `seeds: a count ("20" = 1-20), a range ("1-20") or a list ("3,5,8")`)
+	fl.StringVar(&f.seeds, "seeds", "1-20", "seeds: "+report.SeedsHelp+"; at least two")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic cluster and of the bootstrap resampling")
 	fl.IntVar(&f.machines, "machines", 1000, "machines of the synthetic cluster")
 	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")

@@ -12,7 +12,7 @@ import (
 
 // abArgs is a small comparison: 32 machines, 2 seeds, 1 simulated hour.
 func abArgs(extra ...string) []string {
-	return append([]string{"ab", "--b", "fgd", "--machines", "32", "--seeds", "2", "--duration", "1h",
+	return append([]string{"ab", "--b", "fgd", "--machines", "32", "--seeds", "1-2", "--duration", "1h",
 		"--ref", "kube,bestfit", "--log-level", "warn"}, extra...)
 }
 
@@ -109,7 +109,8 @@ func TestABErrors(t *testing.T) {
 		{abArgs("--a", "nope.safetensors"), `--a: scheduler "nope.safetensors": open nope.safetensors: no such file`},
 		{abArgs("--ref", "kube,nope"), `--ref: unknown scheduler "nope"`},
 		{abArgs("--ref", "kube,kube"), `repeated name "kube"`},
-		{abArgs("--seeds", "0"), "--seeds: seeds \"0\": want a count from 1"},
+		{abArgs("--seeds", "0"), "--seeds: seeds \"0\": a bare number is one seed"},
+		{abArgs("--seeds", "101"), "write 1-101 for seeds 1 to 101, or 101-101 for that one seed"},
 		{abArgs("--seeds", "5-1"), "runs backwards"},
 		{abArgs("--level", "1"), "--level 1"},
 		{abArgs("--resamples", "0"), "--resamples 0"},

@@ -108,7 +108,7 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&base, "base", "langevin", "scheduler improved upon: a built-in name or a policy file")
-	fl.StringVar(&seeds, "seeds", "1", `seeds: a count ("3" = 1-3), a range ("101-103") or a list; each seeds its cluster, workload and run`)
+	fl.StringVar(&seeds, "seeds", "1", "seeds: "+report.SeedsHelp+"; each seeds its cluster, workload and run")
 	fl.IntVar(&every, "every", 1, "evaluate every n-th decision (the others follow the base)")
 	fl.IntVar(&candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
 	fl.IntVar(&workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")

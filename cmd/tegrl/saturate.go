@@ -84,7 +84,7 @@ results do not depend on it.`,
 	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "Alibaba GPU trace node table: alibaba-gpu (bundled nodes.csv) or alibaba-gpu:FILE; only machines with GPUs are used")
 	fl.StringVar(&f.pods, "pods", defaultGPUPods, "Alibaba GPU trace pod table: alibaba-gpu (bundled pods.csv) or alibaba-gpu:FILE")
 	fl.StringVar(&f.schedulers, "scheduler", "all", "comma-separated schedulers: random, bestfit, dotprod, packing, clustering, fgd, kube, p2c, or policy files (tegrl train --preset saturate); \"all\" = the FGD protocol's six (random through fgd)")
-	fl.StringVar(&f.seeds, "seeds", "42-51", `seeds: one ("7"), a range ("42-51"), a list ("42,43,50") or a mix ("1-3,10")`)
+	fl.StringVar(&f.seeds, "seeds", "42-51", "seeds: "+report.SeedsHelp)
 	fl.Float64Var(&f.tune, "tune", 1.3, "stop submitting pods when their GPU demand reaches this multiple of the GPU capacity")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS (the number of usable CPUs)")
 	fl.BoolVar(&f.json, "json", false, "write one JSON object per scheduler (JSON lines) to stdout instead of tables")

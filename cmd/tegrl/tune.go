@@ -50,7 +50,7 @@ Switches take 0 or 1.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.scheduler, "scheduler", "langevin", "scheduler to tune")
 	fl.StringVar(&f.grid, "grid", "", `parameter grid, "name=v1,v2;name2=v3" (required)`)
-	fl.StringVar(&f.seeds, "seeds", "1-3", "training seeds (ranges and lists: 1-3,7)")
+	fl.StringVar(&f.seeds, "seeds", "1-3", "training seeds: "+report.SeedsHelp)
 	fl.IntVar(&f.machines, "machines", 500, "machines of the synthetic cluster")
 	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH or alibaba-2018:PATH")
 	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
