@@ -93,8 +93,8 @@ func ConvertAlibabaGPU(dir, out string, opt ConvertOptions) (Converted, error) {
 // ConvertAlibaba2018 converts the 2018 trace in dir: machine_meta.csv into
 // machines.arrow (env's loader), machine_usage.csv, when present, into
 // usage.arrow (streamed), and the batch tasks, when found (dir/jobs.csv or
-// the sibling alibaba-v2018-batch/jobs.csv, as laid out in
-// ../shared/traces), into jobs.arrow (env's loader).
+// the sibling alibaba-v2018-batch/jobs.csv, as laid out in the
+// repository's data folder), into jobs.arrow (env's loader).
 func ConvertAlibaba2018(dir, out string, opt ConvertOptions) (Converted, error) {
 	var res Converted
 	log := opt.logger()

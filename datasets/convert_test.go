@@ -9,21 +9,40 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/tegrl/tegrl/data"
 	"github.com/tegrl/tegrl/env"
 )
 
-// traceDir is the public traces' folder beside the checkout.
-const traceDir = "../../shared/traces"
+// traceRoots holds each test's folder of bundled traces.
+var traceRoots sync.Map
 
+// needTrace lays every bundled table (package data) out in a folder of the
+// test's, under the names the publishers' folders use, and returns the path
+// of rel in it.
 func needTrace(t *testing.T, rel string) string {
 	t.Helper()
-	p := filepath.Join(traceDir, rel)
-	if _, err := os.Stat(p); err != nil {
-		t.Skipf("shared trace %s not present (%v); skipping", p, err)
+	if root, ok := traceRoots.Load(t.Name()); ok {
+		return filepath.Join(root.(string), rel)
 	}
-	return p
+	root := t.TempDir()
+	for _, name := range data.Names() {
+		b, err := data.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	traceRoots.Store(t.Name(), root)
+	return filepath.Join(root, rel)
 }
 
 func TestReadAlibaba2018Usage(t *testing.T) {
@@ -120,7 +139,7 @@ func TestConvertAlibaba2018(t *testing.T) {
 			t.Fatal(err)
 		}
 		os.Symlink(mustAbs(t, filepath.Join(dir, "machine_meta.csv")), filepath.Join(src, "machine_meta.csv"))
-		os.Symlink(mustAbs(t, filepath.Join(traceDir, "alibaba-v2018-batch", "jobs.csv")), filepath.Join(src, "jobs.csv"))
+		os.Symlink(mustAbs(t, needTrace(t, "alibaba-v2018-batch/jobs.csv")), filepath.Join(src, "jobs.csv"))
 		head(t, filepath.Join(dir, "machine_usage.csv"), filepath.Join(src, "machine_usage.csv"), 5000)
 	}
 	out := t.TempDir()
