@@ -220,7 +220,9 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 				c.Close()
 				return nil, err
 			}
-			cleanup = append(cleanup, c.Close)
+			// Cleanups run last first: the actor stops its fetcher before
+			// its connection closes.
+			cleanup = append(cleanup, c.Close, func() { _ = a.Close() })
 			return a, nil
 		}
 	}
