@@ -2,19 +2,26 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"testing"
+
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 )
 
 // The fuzz targets feed arbitrary bodies to every decoder of outside input
 // through the real handlers: no input may panic, answer 500, or answer
 // anything but JSON.
 
+// fuzzService serves a built-in and two learned policies (the committed
+// GNN and its distilled student) on 300 machines, above the 256 where the
+// learned policies observe sparsely.
 func fuzzService(f *testing.F) *Service {
 	f.Helper()
-	c := testCluster(f, 24)
+	c := testCluster(f, 300)
 	s, err := New(Config{Cluster: c, Seed: 1, AdminToken: adminToken, MaxBodyBytes: 1 << 16,
-		Arms: []ArmConfig{{Name: "a", Spec: "langevin", Weight: 1}, {Name: "b", Spec: "fgd", Weight: 1}}})
+		Arms: []ArmConfig{{Name: "a", Spec: "langevin", Weight: 1}, {Name: "b", Spec: committedPolicies[2], Weight: 1},
+			{Name: "c", Spec: committedPolicies[1], Weight: 1}}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -122,5 +129,51 @@ func FuzzPolicyCandidate(f *testing.F) {
 			code, b = call(t, h, "POST", "/v1/decide", `{"key":"fuzz","job":{"cpu_milli":100,"mem_mib":100}}`)
 			checkAnswer(t, "/v1/decide", code, b)
 		}
+	})
+}
+
+// FuzzStateSequence applies a sequence of operations chosen by ops to the
+// learned-policy service: full updates that resize the cluster (20, 270
+// or 300 machines: shrinking and growing across the sparse threshold),
+// the fuzzed body as a state delta, decisions and prioritize calls. No
+// sequence may panic, answer 500 or leave the model inconsistent.
+func FuzzStateSequence(f *testing.F) {
+	f.Add([]byte{0, 2, 4, 2, 8, 2, 3}, []byte(`{"machine_status":[{"name":"m000001","up":false}]}`))
+	f.Add([]byte{8, 2, 4, 2, 2, 3, 0, 1, 2}, []byte(`{"started":[{"key":"x","machine":"m000280","job":{"cpu_milli":1000,"mem_mib":1000}}]}`))
+	f.Add([]byte{4, 1, 2, 0, 1, 3}, []byte(`{"time_s":1e9,"stopped":["x"]}`))
+	s := fuzzService(f)
+	h := s.Handler()
+	sizes := []int{20, 270, 300}
+	clusters := map[int][]MachineJSON{}
+	for _, n := range sizes {
+		clusters[n] = machinesJSON(testCluster(f, n))
+	}
+	f.Fuzz(func(t *testing.T, ops, body []byte) {
+		if len(ops) > 16 {
+			ops = ops[:16]
+		}
+		for k, op := range ops {
+			switch op % 4 {
+			case 0:
+				code, b := call(t, h, "POST", "/v1/state", StateRequest{Machines: clusters[sizes[int(op/4)%len(sizes)]]})
+				if code != http.StatusOK {
+					t.Fatalf("full state: %d %s", code, b)
+				}
+			case 1:
+				code, b := call(t, h, "POST", "/v1/state", body)
+				checkAnswer(t, "/v1/state", code, b)
+			case 2:
+				code, b := call(t, h, "POST", "/v1/decide", DecideRequest{Key: fmt.Sprint("k", k, op), Job: JobJSON{CPUMilli: 100 * int64(op), MemMiB: 100}})
+				checkAnswer(t, "/v1/decide", code, b)
+				if code != http.StatusOK {
+					t.Fatalf("decide: %d %s", code, b)
+				}
+			case 3:
+				names := []string{"m000001", "m000269", "m000299"}
+				code, b := call(t, h, "POST", "/prioritize", extenderv1.ExtenderArgs{Pod: testPod(fmt.Sprint("p", op), "1", "1Gi", 0, nil), NodeNames: &names})
+				checkAnswer(t, "/prioritize", code, b)
+			}
+		}
+		checkBookkeeping(t, s)
 	})
 }
