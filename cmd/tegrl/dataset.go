@@ -27,7 +27,7 @@ version, observation schema hash and checksums; readers refuse a file that
 does not match.`,
 		Args: cobra.NoArgs,
 	}
-	cmd.AddCommand(newDatasetConvertCmd(a), newDatasetGenCmd(a), newDatasetRecordCmd(a), newDatasetInspectCmd(a))
+	cmd.AddCommand(newDatasetConvertCmd(a), newDatasetGenCmd(a), newDatasetRecordCmd(a), newDatasetInspectCmd(a), newDatasetFetchCmd(a))
 	return cmd
 }
 
