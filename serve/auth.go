@@ -70,6 +70,13 @@ func bearerToken(h string) (string, bool) {
 // request carries the token of the role or of a higher one. The answer
 // when not: the status code and message.
 func (s *Service) allowed(r *http.Request, role Role) (bool, int, string) {
+	// A client certificate verified against the client CA (Config.TLS
+	// with RequireAndVerifyClientCert) grants the read and write roles:
+	// kube-scheduler's extender client authenticates with one and sends
+	// no bearer token.
+	if role <= RoleWrite && r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
+		return true, 0, ""
+	}
 	if !s.tokens[role].set {
 		if role == RoleAdmin {
 			return false, http.StatusForbidden, "admin endpoint disabled: the service has no admin token"
@@ -157,13 +164,14 @@ func LoadTLS(certFile, keyFile, clientCA string) (*tls.Config, error) {
 
 // CheckExposure refuses to serve on addr (host:port) when it is not a
 // loopback address and the read or write role has no token (anyone who
-// can reach it could redefine the cluster), unless insecure.
+// can reach it could redefine the cluster), unless clients must present
+// a certificate signed by the client CA, or insecure.
 func CheckExposure(addr string, cfg *Config, insecure bool) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("listen address %q: %w", addr, err)
 	}
-	if isLoopback(host) || insecure {
+	if isLoopback(host) || insecure || (cfg.TLS != nil && cfg.TLS.ClientAuth == tls.RequireAndVerifyClientCert) {
 		return nil
 	}
 	var open []string

@@ -4,11 +4,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strings"
@@ -156,6 +160,33 @@ func TestRolesAndTokens(t *testing.T) {
 	if got := testutil.ToFloat64(s.met.authFailed.WithLabelValues("write")); got != 6 {
 		t.Errorf("refused writes counted %v, want 6", got)
 	}
+	// A verified client certificate stands for the read and write tokens,
+	// not for the admin token.
+	for _, tc := range []struct {
+		path string
+		body any
+		code int
+	}{{"/v1/state", StateRequest{TimeS: f64(20)}, 200}, {"/v1/decide", decide, 200}, {"/v1/policies", "x", 401}} {
+		req := httptest.NewRequest("POST", tc.path, bytes.NewReader(mustJSON(t, tc.body)))
+		req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != tc.code {
+			t.Errorf("%s with a verified client certificate: %d %s, want %d", tc.path, rec.Code, rec.Body.Bytes(), tc.code)
+		}
+	}
+}
+
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	if s, ok := v.(string); ok {
+		return []byte(s)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestCheckExposure: a non-loopback address needs the read and write
@@ -177,6 +208,8 @@ func TestCheckExposure(t *testing.T) {
 		{"10.1.2.3:8080", &Config{ReadToken: "r"}, false, false},
 		{"10.1.2.3:8080", closed, false, true},
 		{"0.0.0.0:8080", open, true, true},
+		{"0.0.0.0:8080", &Config{TLS: &tls.Config{ClientAuth: tls.RequireAndVerifyClientCert}}, false, true},
+		{"0.0.0.0:8080", &Config{TLS: &tls.Config{}}, false, false},
 	} {
 		err := CheckExposure(tc.addr, tc.cfg, tc.insecure)
 		if (err == nil) != tc.ok {
