@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tegrl/tegrl/data"
 )
@@ -48,15 +49,26 @@ var ErrUnknownGPU = errors.New("unknown GPU model")
 
 const spreadSuffix = "_unconsolidated"
 
-// GavelThroughputTable loads the bundled Gavel table
-// (data/gavel/simulation_throughputs.json).
+var gavelTable struct {
+	once sync.Once
+	t    *ThroughputTable
+	err  error
+}
+
+// GavelThroughputTable returns the bundled Gavel table
+// (data/gavel/simulation_throughputs.json), parsed once and shared: a
+// ThroughputTable is never modified after loading.
 func GavelThroughputTable() (*ThroughputTable, error) {
-	r, err := data.Open("gavel/simulation_throughputs.json")
-	if err != nil {
-		return nil, fmt.Errorf("gavel throughput table: %w", err)
-	}
-	defer r.Close()
-	return LoadThroughputTable(r)
+	gavelTable.once.Do(func() {
+		r, err := data.Open("gavel/simulation_throughputs.json")
+		if err != nil {
+			gavelTable.err = fmt.Errorf("gavel throughput table: %w", err)
+			return
+		}
+		defer r.Close()
+		gavelTable.t, gavelTable.err = LoadThroughputTable(r)
+	})
+	return gavelTable.t, gavelTable.err
 }
 
 // parseJobKey parses Gavel's "('MODEL', SCALE)" key.
@@ -174,7 +186,10 @@ func (t *ThroughputTable) fill(w string, entries map[string]map[string]json.RawM
 			if sc2 != sc {
 				continue // Gavel only co-locates jobs of equal scale factor
 			}
-			b := sort.SearchStrings(t.Models, m2)
+			b := t.Model(m2)
+			if b < 0 {
+				return fmt.Errorf("%s: pair with %s, a job type without its own entry", k, ok2)
+			}
 			at := (((g*len(t.Scales)+si)*len(t.Models)+mi)*len(t.Models) + b) * 2
 			t.pair[at], t.pair[at+1] = p[0], p[1]
 		}

@@ -105,8 +105,8 @@ type entry struct {
 	alloc     []float64 // per cluster type
 	time      []float64 // Gavel's job_time_so_far
 	deficit   []float64
+	tp        []float64 // steps/s per type alone or as a pair: a's, then b's
 	hasAlloc  bool
-	prio      float64 // scratch: priority on the type being sorted
 	thr       [2]float64
 	steps     [2]float64
 	finish    float64
@@ -154,6 +154,9 @@ type RoundSim struct {
 	workerStmp []int
 	cursor     [][]int
 
+	// check, when set (tests), is called after each round's placement.
+	check func()
+
 	// scratch
 	queue       []qent
 	sched       [][]*entry
@@ -170,7 +173,6 @@ type RoundSim struct {
 
 type qent struct {
 	e   *entry
-	t   int
 	key [3]float64
 	ord int
 }
@@ -277,6 +279,10 @@ func (s *RoundSim) Run() (RoundResult, error) {
 			}
 			s.endRound()
 		} else if s.pend.Arrival > s.now {
+			if math.IsInf(s.pend.Arrival, 1) {
+				s.res.Saturated = true // nothing runs and nothing will arrive
+				break
+			}
 			s.now = s.pend.Arrival
 		}
 		for s.pend.Arrival <= s.now {
@@ -320,10 +326,19 @@ func (s *RoundSim) result() RoundResult {
 }
 
 func (s *RoundSim) newEntry(a, b, scale int) entry {
-	row := make([]float64, 3*s.nt)
+	row := make([]float64, 5*s.nt)
 	wk := make([]int, 2*scale)
-	return entry{a: a, b: b, alloc: row[:s.nt], time: row[s.nt : 2*s.nt], deficit: row[2*s.nt:],
-		prevRound: -2, prevType: -1, wk: wk[:scale], prevWk: wk[scale:]}
+	e := entry{a: a, b: b, alloc: row[:s.nt], time: row[s.nt : 2*s.nt], deficit: row[2*s.nt : 3*s.nt],
+		tp: row[3*s.nt:], prevRound: -2, prevType: -1, wk: wk[:scale], prevWk: wk[scale:]}
+	for t, g := range s.c.Types {
+		ja := &s.jobs[a]
+		if b < 0 {
+			e.tp[t] = s.c.Table.Throughput(ja.Model, g, ja.Scale, false)
+		} else if ta, tb, ok := s.c.Table.PairThroughput(ja.Model, s.jobs[b].Model, g, ja.Scale); ok {
+			e.tp[t], e.tp[s.nt+t] = ta, tb
+		}
+	}
+	return e
 }
 
 func (s *RoundSim) arrive() {
@@ -345,21 +360,26 @@ func (s *RoundSim) arrive() {
 	}
 }
 
+// typeOfWorker is the cluster type index of worker w.
+func (s *RoundSim) typeOfWorker(w int) int {
+	for t, srv := range s.servers {
+		for _, ids := range srv {
+			for _, id := range ids {
+				if id == w {
+					return t
+				}
+			}
+		}
+	}
+	return -1
+}
+
 func (s *RoundSim) scaleOf(e *entry) int { return s.jobs[e.a].Scale }
 
 // throughputOn is e's steps/s alone (or as a pair) on type t,
 // consolidated; for a pair, both jobs' rates.
 func (s *RoundSim) throughputOn(e *entry, t int) (float64, float64) {
-	g := s.c.Types[t]
-	ja := &s.jobs[e.a]
-	if e.b < 0 {
-		return s.c.Table.Throughput(ja.Model, g, ja.Scale, false), 0
-	}
-	ta, tb, ok := s.c.Table.PairThroughput(ja.Model, s.jobs[e.b].Model, g, ja.Scale)
-	if !ok {
-		return 0, 0
-	}
-	return ta, tb
+	return e.tp[t], e.tp[s.nt+t]
 }
 
 func (s *RoundSim) live(e *entry) bool {
@@ -512,11 +532,18 @@ func cmpQueue(a, b qent) int {
 func (s *RoundSim) picked(id int) bool { return s.jobs[id].schedAt == s.rounds }
 
 // pick is Gavel's _schedule_jobs_on_workers_helper for one type: entries in
-// priority order take the type's GPUs while they fit.
+// priority order (priority, deficit, allocation, descending; ties in
+// arrival order) take the type's GPUs while they fit. Only the head of the
+// order is needed, so the entries go into a heap and are popped until the
+// type is full.
 func (s *RoundSim) pick(t int) {
 	q := s.queue[:0]
 	add := func(e *entry) {
-		q = append(q, qent{e: e, t: t, key: [3]float64{s.priority(e, t), e.deficit[t], allocOf(e, t)}})
+		k := [3]float64{s.priority(e, t), e.deficit[t], allocOf(e, t)}
+		if s.hints.SkipUnallocated && k[0] <= 0 {
+			return // never picked: Gavel's FIFO skips zero priorities
+		}
+		q = append(q, qent{e: e, key: k, ord: len(q)})
 	}
 	for _, id := range s.active {
 		add(&s.sEnt[id])
@@ -526,20 +553,19 @@ func (s *RoundSim) pick(t int) {
 			add(&s.pairs[i])
 		}
 	}
-	slices.SortStableFunc(q, cmpQueue)
 	s.queue = q
-	for _, qe := range q {
-		if s.left[t] == 0 {
-			break
-		}
-		e := qe.e
+	for i := len(q)/2 - 1; i >= 0; i-- {
+		siftDown(q, i)
+	}
+	for len(q) > 0 && s.left[t] > 0 {
+		e := q[0].e
+		q[0] = q[len(q)-1]
+		q = q[:len(q)-1]
+		siftDown(q, 0)
 		if s.picked(e.a) || (e.b >= 0 && s.picked(e.b)) {
 			continue
 		}
 		if ta, tb := s.throughputOn(e, t); ta <= 0 || (e.b >= 0 && tb <= 0) {
-			continue
-		}
-		if s.hints.SkipUnallocated && qe.key[0] <= 0 {
 			continue
 		}
 		sc := s.scaleOf(e)
@@ -552,6 +578,32 @@ func (s *RoundSim) pick(t int) {
 			s.jobs[e.b].schedAt = s.rounds
 		}
 		s.sched[t] = append(s.sched[t], e)
+	}
+}
+
+// before orders the queue: higher keys first, then earlier entries.
+func before(a, b *qent) bool {
+	if c := cmpQueue(*a, *b); c != 0 {
+		return c < 0
+	}
+	return a.ord < b.ord
+}
+
+func siftDown(q []qent, i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(q) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(q) && before(&q[r], &q[l]) {
+			m = r
+		}
+		if !before(&q[m], &q[i]) {
+			return
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
 	}
 }
 
@@ -580,6 +632,9 @@ func (s *RoundSim) startRound() error {
 		if err := s.assign(t); err != nil {
 			return err
 		}
+	}
+	if s.check != nil {
+		s.check()
 	}
 	s.roundStart = s.now
 	s.rounds++

@@ -1,0 +1,240 @@
+package env
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// sliceJobs yields fixed jobs, then none (an arrival at +Inf).
+type sliceJobs struct {
+	jobs []DLJob
+	i    int
+}
+
+func (s *sliceJobs) Next() DLJob {
+	if s.i >= len(s.jobs) {
+		return DLJob{ID: s.i, Arrival: math.Inf(1), Scale: 1}
+	}
+	j := s.jobs[s.i]
+	j.ID = s.i
+	s.i++
+	return j
+}
+
+// halfEach gives every job half of type 0.
+type halfEach struct{}
+
+func (halfEach) Name() string { return "half" }
+func (halfEach) Allocate(s *RoundState, x []float64) error {
+	for i := range s.Jobs {
+		x[i*len(s.Types)] = 0.5
+	}
+	return nil
+}
+
+func tinyTab(t *testing.T) *ThroughputTable {
+	t.Helper()
+	tab, err := LoadThroughputTable(strings.NewReader(tinyTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tab
+}
+
+func runJobs(t *testing.T, c *GPUCluster, pol AllocationPolicy, cfg RoundConfig, jobs ...DLJob) RoundResult {
+	t.Helper()
+	cfg.MeasureFrom, cfg.MeasureTo = 0, len(jobs)
+	sim, err := NewRoundSim(c, pol, &sliceJobs{jobs: jobs}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sim.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Saturated {
+		t.Fatalf("run stopped at the bound: %+v", res)
+	}
+	return res
+}
+
+// TestGangProgress checks a 2-GPU gang of 7200 steps by hand: consolidated
+// on one server at 10 steps/s it takes two full rounds (3600 steps each),
+// 720 s; spread over two servers of one rack at the table's 4 steps/s, five
+// rounds of 1440 steps, 1800 s; across racks at 4 × 0.8 = 3.2 steps/s, six
+// rounds of 1152 steps and 288 steps at 3.2/s (90 s), 2250 s.
+func TestGangProgress(t *testing.T) {
+	tab := tinyTab(t)
+	m := tab.Model("M")
+	job := DLJob{Model: m, Scale: 2, Steps: 7200}
+	for _, c := range []struct {
+		name          string
+		perServer     int
+		serversPerRck int
+		want          float64
+	}{
+		{"consolidated", 2, 0, 720}, {"spread", 1, 0, 1800}, {"cross-rack", 1, 1, 2250},
+	} {
+		cl, err := NewGPUCluster(tab, map[string]int{"v100": 2}, c.perServer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cl.ServersPerRack = c.serversPerRck
+		res := runJobs(t, cl, &FIFO{Perf: true}, RoundConfig{Locality: true}, job)
+		if math.Abs(res.JCT[0]-c.want) > 1e-9*c.want {
+			t.Errorf("%s: JCT %v s, want %v", c.name, res.JCT[0], c.want)
+		}
+	}
+	// Without Locality (Gavel's simulator) a spread gang runs consolidated.
+	cl, _ := NewGPUCluster(tab, map[string]int{"v100": 2}, 1)
+	if res := runJobs(t, cl, &FIFO{Perf: true}, RoundConfig{}, job); res.JCT[0] != 720 {
+		t.Errorf("no locality: JCT %v, want 720", res.JCT[0])
+	}
+}
+
+// TestPreemptionRestore time-shares one GPU between two jobs of 36000 steps
+// at 10 steps/s (x = 0.5 each): the mechanism alternates them round by
+// round. Without a restore cost, A runs in rounds 0, 2, ..., 18 (3600
+// steps each) and ends at 6840 s, B in rounds 1, ..., 19, at 7200 s. With a
+// 60 s restore on every resumption, A gets 3600 steps in round 0 and 3000
+// in each later round: ten of them (rounds 2-20) leave 2400 steps, done in
+// round 22 after 60 + 240 s, at 7920 + 300 = 8220 s; B likewise finishes its
+// 2400 last steps in round 23, which starts at 8220 s, at 8520 s.
+func TestPreemptionRestore(t *testing.T) {
+	tab := tinyTab(t)
+	cl, err := NewGPUCluster(tab, map[string]int{"v100": 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := DLJob{Model: tab.Model("M"), Scale: 1, Steps: 36000}
+	for _, c := range []struct {
+		restore float64
+		want    [2]float64
+	}{{0, [2]float64{6840, 7200}}, {60, [2]float64{8220, 8520}}} {
+		res := runJobs(t, cl, halfEach{}, RoundConfig{RestoreSeconds: c.restore}, a, a)
+		if res.JCT[0] != c.want[0] || res.JCT[1] != c.want[1] {
+			t.Errorf("restore %v s: JCTs %v, want %v", c.restore, res.JCT, c.want)
+		}
+	}
+}
+
+// TestMidRoundCompletion: a job of 100 steps at 10/s finishes 10 s into its
+// round; its GPU stays idle until the round ends (the next job, arrived at
+// 5 s, starts at 10 s: the round ended when its only job did).
+func TestMidRoundCompletion(t *testing.T) {
+	tab := tinyTab(t)
+	cl, _ := NewGPUCluster(tab, map[string]int{"v100": 1}, 1)
+	m := tab.Model("M")
+	res := runJobs(t, cl, &FIFO{Perf: true}, RoundConfig{},
+		DLJob{Model: m, Scale: 1, Steps: 100}, DLJob{Model: m, Scale: 1, Steps: 100, Arrival: 5})
+	// Job 1 arrives during round 0 and waits for the allocation: it is
+	// recomputed at 10 s (the last allocation was at time 0) and job 1 runs
+	// 10-20 s.
+	if res.JCT[0] != 10 || res.JCT[1] != 15 {
+		t.Fatalf("JCTs %v, want [10 15]", res.JCT)
+	}
+}
+
+// TestGangsWhole is a property test: over random multi-GPU workloads and
+// policies, after every round's placement each running gang holds exactly
+// its scale factor of distinct GPUs, all of one type, no GPU is held twice,
+// and a job runs in at most one gang.
+func TestGangsWhole(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := ParseGPUClusterSpec("8:8:8", tab, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl.ServersPerRack = 2
+	seeds := 4
+	if testing.Short() {
+		seeds = 1
+	}
+	for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle"} {
+		for seed := range uint64(seeds) {
+			pol, _ := AllocationPolicyByName(name)
+			gen, err := NewGavelGenerator(tab, GavelWorkloadConfig{Rate: 0.5, Multi: true, Seed: seed})
+			if err != nil {
+				t.Fatal(err)
+			}
+			sim, err := NewRoundSim(cl, pol, gen, RoundConfig{Seed: seed, Locality: true, RestoreSeconds: 30, MeasureFrom: 0, MeasureTo: 60, MaxActive: 200})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checked := 0
+			sim.check = func() {
+				held := map[int]int{}
+				inGang := map[int]bool{}
+				for _, e := range sim.running {
+					if len(e.wk) != sim.scaleOf(e) {
+						t.Fatalf("%s: job %d has %d GPUs for a gang of %d", name, e.a, len(e.wk), sim.scaleOf(e))
+					}
+					for _, id := range []int{e.a, e.b} {
+						if id >= 0 {
+							if inGang[id] {
+								t.Fatalf("%s: job %d in two gangs", name, id)
+							}
+							inGang[id] = true
+						}
+					}
+					for _, w := range e.wk {
+						if held[w]++; held[w] > 1 {
+							t.Fatalf("%s: GPU %d held twice", name, w)
+						}
+						if w < 0 || sim.typeOfWorker(w) != e.curType {
+							t.Fatalf("%s: job %d runs on GPU %d of another type", name, e.a, w)
+						}
+					}
+				}
+				checked++
+			}
+			if _, err := sim.Run(); err != nil {
+				t.Fatal(err)
+			}
+			if checked == 0 {
+				t.Fatalf("%s: no round checked", name)
+			}
+		}
+	}
+}
+
+func TestRoundDeterminism(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out [2][]byte
+	for i := range out {
+		var b bytes.Buffer
+		for _, p := range []string{"fifo", "max_min_fairness", "gandiva"} {
+			res, err := GavelRun{Policy: p, Rate: 2, Seed: 1, Multi: true, Round: RoundConfig{MeasureFrom: 50, MeasureTo: 100}}.Run(tab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.NewEncoder(&b).Encode(res); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out[i] = b.Bytes()
+	}
+	if !bytes.Equal(out[0], out[1]) || len(out[0]) < 100 {
+		t.Fatal("same seed, different bytes")
+	}
+}
+
+func TestRoundConfigErrors(t *testing.T) {
+	for _, c := range []RoundConfig{{RoundSeconds: -1}, {RestoreSeconds: 400}, {CrossRackFactor: 2}, {MeasureFrom: 5, MeasureTo: 3}} {
+		if err := c.fill(); err == nil {
+			t.Errorf("%+v accepted", c)
+		}
+	}
+	if _, err := AllocationPolicyByName("nope"); err == nil || !strings.Contains(err.Error(), "fifo") {
+		t.Errorf("unknown policy error %v", err)
+	}
+}
