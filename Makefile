@@ -3,7 +3,9 @@
 GO       ?= go
 BIN      := bin/tegrl
 FUZZTIME ?= 30s
-TRACES   := ../shared/traces
+# TRACES is the real-trace spec the demo runs: alibaba-gpu is the copy
+# bundled in data/ (tegrl dataset fetch downloads the full trace).
+TRACES   ?= alibaba-gpu
 
 .PHONY: all build test check-long fuzz bench vet fmt-check demo clean
 
@@ -44,20 +46,19 @@ fmt-check:
 	@out=$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l); \
 	if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 
-## demo: build, compare every scheduler on a synthetic cluster, then (with
-## ../shared/traces) the FGD saturation experiment and the real GPU cluster,
-## then a short training run over an embedded NATS server and an A/B report
+## demo: build, compare every scheduler on a synthetic cluster, then the FGD
+## saturation experiment, the real GPU cluster and its pod trace (bundled in
+## data/), then a short training run over an embedded NATS server and an A/B
+## report
 demo: build
 	@echo "== tegrl simulate: every scheduler, 1,000-machine synthetic cluster, bursty AI workload, 6 simulated hours"
 	$(BIN) simulate --scheduler all --machines 1000 --seed 1 --log-level warn
-	@if [ -d $(TRACES) ]; then \
-		echo; echo "== tegrl saturate: FGD saturation experiment on the Alibaba GPU trace, seeds 42-44, with the policy of tegrl train --preset saturate"; \
-		$(BIN) saturate --scheduler all,docs/policies/saturate.safetensors --seeds 42-44 --log-level warn; \
-		echo; echo "== tegrl simulate: the real Alibaba GPU cluster (1,523 machines) under the synthetic workload"; \
-		$(BIN) simulate --scheduler all --cluster alibaba-gpu:$(TRACES)/alibaba-gpu-v2023/nodes.csv --seed 1 --log-level warn; \
-	else \
-		echo "demo: $(TRACES) not found; skipping the Alibaba trace parts"; \
-	fi
+	@echo; echo "== tegrl saturate: FGD saturation experiment on the Alibaba GPU trace, seeds 42-44, with the policy of tegrl train --preset saturate"
+	$(BIN) saturate --scheduler all,docs/policies/saturate.safetensors --nodes $(TRACES) --pods $(TRACES) --seeds 42-44 --log-level warn
+	@echo; echo "== tegrl simulate: the real Alibaba GPU cluster (1,523 machines) under the synthetic workload, 1 simulated hour"
+	$(BIN) simulate --scheduler all --cluster $(TRACES) --seed 1 --duration 1h --log-level warn
+	@echo; echo "== tegrl simulate: the real cluster under its own pods, 2 trace hours of week 17 resampled to offered load 1.0 (docs/data.md)"
+	$(BIN) simulate --scheduler all --cluster $(TRACES) --workload $(TRACES) --start 2856h --window 2h --load 1.0 --seed 1 --log-level warn
 	@echo; echo "== tegrl train: PPO + V-trace, one actor over an embedded NATS server, 20,000 decisions (the full preset learns from 1M), then held-out seeds"
 	$(BIN) train --preset small --steps 20000 --eval-seeds 101-103 --out bin/demo-train --log-level warn
 	@echo; echo "== tegrl ab: the small preset's trained policy (docs/policies/small.safetensors) against langevin, 5 seeds"
