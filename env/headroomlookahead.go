@@ -98,9 +98,11 @@ func cloneSource(src JobSource) (JobSource, error) {
 }
 
 func cloneEntry(e entry) entry {
+	// alloc, time and deficit share one row, which the rounds write; the
+	// rest of the row (throughputs, written once) stays shared.
 	row := slices.Clone(e.alloc[:cap(e.alloc)])
 	nt := len(e.alloc)
-	e.alloc, e.time, e.deficit, e.tp = row[:nt], row[nt:2*nt], row[2*nt:3*nt], row[3*nt:]
+	e.alloc, e.time, e.deficit = row[:nt], row[nt:2*nt], row[2*nt:3*nt]
 	wk := slices.Clone(e.wk[:cap(e.wk)])
 	sc := len(e.wk)
 	e.wk, e.prevWk = wk[:sc], wk[sc:]
@@ -151,7 +153,6 @@ func (s *RoundSim) clone() (*RoundSim, error) {
 	for i := range s.cursor {
 		c.cursor[i] = make([]int, len(s.cursor[i]))
 	}
-	c.check = nil
 	c.queue, c.running, c.x = nil, nil, nil
 	c.sched = make([][]*entry, s.nt)
 	c.left = make([]int, s.nt)
@@ -252,8 +253,8 @@ func (s *RoundSim) score(active []int, n0 int, t0 float64) float64 {
 			return j.finish - start
 		}
 		best := 0.0
-		for _, tp := range s.sEnt[id].tp[:s.nt] {
-			best = math.Max(best, tp)
+		for _, g := range s.c.Types {
+			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
 		}
 		rest := math.Inf(1)
 		if best > 0 {
