@@ -244,7 +244,7 @@ func TestInterleaving(t *testing.T) {
 	scheds := []string{"langevin", "fgd", committedPolicies[0], committedPolicies[1], committedPolicies[2]}
 	sizes, steps, workers := []int{40, 270, 300}, 40, 4
 	if !testing.Short() {
-		sizes, steps = []int{40, 257, 300, 600, 1000, 2000}, 1500
+		sizes, steps = []int{40, 257, 300, 600, 1000, 2000}, 500
 	}
 	var policies [][]byte
 	for _, p := range committedPolicies {
