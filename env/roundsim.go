@@ -531,7 +531,7 @@ func cmpQueue(a, b qent) int {
 
 func (s *RoundSim) picked(id int) bool { return s.jobs[id].schedAt == s.rounds }
 
-// pick is Gavel's _schedule_jobs_on_workers_helper for one type: entries in
+// pick is the selection step of Gavel's _schedule_jobs_on_workers for one type: entries in
 // priority order (priority, deficit, allocation, descending; ties in
 // arrival order) take the type's GPUs while they fit. Only the head of the
 // order is needed, so the entries go into a heap and are popped until the

@@ -67,6 +67,8 @@ Commands available today:
              ranked by mean reward
   saturate   the FGD GPU saturation experiment: fill the GPU cluster with
              pods that never finish and compare allocation and fragmentation
+  gavel      Gavel's continuous-jobs experiment on a heterogeneous GPU
+             training cluster: average JCT of allocation policies by rate
   train      learn a policy: PPO + V-trace with actors over NATS, or offline
              from recorded runs (--offline)
   distill    distil a trained policy into a smaller student
