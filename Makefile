@@ -38,9 +38,12 @@ fuzz:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## vet: go vet plus a gofmt check that fails on unformatted files
+## vet: go vet, a gofmt check that fails on unformatted files, and
+## scripts/vetwords.sh, which fails (file:line) on docs, comments or help
+## text that speak of how the code was made, or cite files outside the repository
 vet: fmt-check
 	$(GO) vet ./...
+	sh scripts/vetwords.sh
 
 fmt-check:
 	@out=$$(git ls-files -z --cached --others --exclude-standard '*.go' | xargs -0 -r gofmt -l); \

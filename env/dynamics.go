@@ -17,7 +17,7 @@ func (s *Sim) progress(r *jobRec) {
 	}
 }
 
-// jobRate is job id's progress rate on machine i (teg-model.md §7): CPU
+// jobRate is job id's progress rate on machine i (docs/teg.md §7): CPU
 // oversubscription slows everyone on the machine, GPU sharers interfere,
 // gangs split across NVLink groups run slower.
 func (s *Sim) jobRate(id, i int) float64 {
@@ -307,7 +307,7 @@ func (s *Sim) migrate(id, c int) {
 	s.acc.migrations++
 }
 
-// moves runs one tick of Langevin dynamics (teg-model.md §3): each
+// moves runs one tick of Langevin dynamics (docs/teg.md §3): each
 // migratable running job attempts a move with probability μ0·dt/(1+D),
 // picked by geometric skipping so the work is proportional to the movers.
 func (s *Sim) moves() {
@@ -429,7 +429,7 @@ func (s *Sim) sampleNash() {
 // beyond, the cold list and this many random machines.
 const nashFullScan = 2048
 
-// reward accumulates k ticks of the per-tick reward (teg-model.md §9):
+// reward accumulates k ticks of the per-tick reward (docs/teg.md §9):
 // r = w_s·S + w_e·(1 - P/P_max) + w_l·max(0, 1 - W/W_sla).
 func (s *Sim) reward(k int) {
 	w := s.teg.Reward

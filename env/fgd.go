@@ -83,7 +83,7 @@ func (p *FGD) Decide(obs *Observation, _ *rand.Rand) Action {
 }
 
 // Ranked is a machine with its FGD score for a request: int(100·σ(Δ/1000))
-// of the fragmentation decrease Δ (fgd-protocol.md), and for a share
+// of the fragmentation decrease Δ (docs/fgd.md), and for a share
 // request the GPU that score is for (-1 otherwise).
 type Ranked struct {
 	Machine, Score, GPU int

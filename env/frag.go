@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// TaskClass is one group of the target workload M of fgd-protocol.md: tasks
+// TaskClass is one group of the target workload M of docs/fgd.md: tasks
 // with the same CPU, per-GPU demand, GPU count and allowed models.
 type TaskClass struct {
 	CPU    int64
@@ -98,7 +98,7 @@ func formatClass(c TaskClass) string {
 }
 
 // NodeFrag returns F_n(M) for a machine with free CPU cpu, GPU model index
-// model and per-GPU free milli gpus (fgd-protocol.md, "Fragmentation").
+// model and per-GPU free milli gpus (docs/fgd.md, "Fragmentation").
 //
 // For a class with per-GPU demand d the GPUs with at least d free are the
 // first of the free amounts sorted in decreasing order, so one sort and
@@ -156,7 +156,7 @@ func (c *TaskClass) canUse(cpu int64, model int) bool {
 // ones take nodeFragLoop.
 const maxSortedGPUs = 64
 
-// nodeFragLoop is NodeFrag as fgd-protocol.md states it: per class, one
+// nodeFragLoop is NodeFrag as docs/fgd.md states it: per class, one
 // pass over the GPUs.
 func (tw *TargetWorkload) nodeFragLoop(cpu int64, model int, gpus []int32) float64 {
 	var idle int64

@@ -65,7 +65,7 @@ type Job struct {
 	Duration float64 // work at nominal speed, s
 	CPU      int64   // millicores
 	Mem      int64   // MiB
-	// GPUs and GPUMilli follow fgd-protocol.md: GPUs == 1 with GPUMilli < 1000
+	// GPUs and GPUMilli follow docs/fgd.md: GPUs == 1 with GPUMilli < 1000
 	// is a share pod (a fraction of one GPU); GPUs == k with GPUMilli == 1000
 	// needs k fully free GPUs; GPUs == 0 is CPU-only (GPUMilli 0).
 	GPUs     int

@@ -2,7 +2,7 @@ package env
 
 import "math"
 
-// controller is the Landau damping controller of teg-model.md §5. It
+// controller is the Landau damping controller of docs/teg.md §5. It
 // watches the order parameter φ (queued work over capacity) for the early
 // warnings of a continuous phase transition, a rising mean and a growing
 // susceptibility χ = Var(φ)/mean(φ), and raises the damping D before the

@@ -33,7 +33,7 @@ func (v *TEGView) Temperature() float64 {
 }
 
 // Energy is E_j(i) = V_i - a_j·A_j(i) + g_j·X_j(i) on the agents' field
-// (teg-model.md §2).
+// (docs/teg.md §2).
 func (v *TEGView) Energy(j *Job, r *Request, i int) float64 {
 	return v.energy(v.sim.visibleField(), j, r, i)
 }
@@ -109,7 +109,7 @@ func (v *TEGView) energyFrag(f *Field, j *Job, r *Request, i int, wantFrag bool)
 	return e, frag
 }
 
-// Contention predicts, under the contention model (teg-model.md §7), the
+// Contention predicts, under the contention model (docs/teg.md §7), the
 // progress rate job j would start with on machine i and the CPU
 // oversubscription (use above capacity, as a fraction) the machine would
 // then have, which slows every job on it. The job's CPU use is taken at

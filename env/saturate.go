@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 )
 
-// The FGD saturation experiment (fgd-protocol.md, "Saturation protocol"):
+// The FGD saturation experiment (docs/fgd.md, "Saturation protocol"):
 // pods arrive one at a time and never finish, until the submitted GPU
 // demand reaches Tune x the cluster's GPU capacity; a pod that fits nowhere
 // is dropped. The GPU allocation ratio along the arrival axis tells how well

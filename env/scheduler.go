@@ -143,7 +143,7 @@ func (p *Random) Decide(obs *Observation, rng *rand.Rand) Action {
 	return Place(node, gpu)
 }
 
-// Normalisers of fgd-protocol.md: the largest machine spec of the trace.
+// Normalisers of docs/fgd.md: the largest machine spec of the trace.
 const (
 	maxSpecCPU = 128000.0
 	maxSpecGPU = 8000.0
@@ -289,7 +289,7 @@ func (Clustering) Decide(obs *Observation, _ *rand.Rand) Action {
 
 // Kube is kube-scheduler's default scoring after filtering:
 // NodeResourcesFit (LeastAllocated, CPU and memory) plus
-// NodeResourcesBalancedAllocation, weight 1 each (teg-model.md §10).
+// NodeResourcesBalancedAllocation, weight 1 each (docs/teg.md §10).
 type Kube struct{}
 
 // Name implements Scheduler.

@@ -190,7 +190,7 @@ func (s *State) ModelOK(i int, r *Request) bool {
 
 // Fits reports whether r can be placed on machine i now: the machine is up,
 // CPU and memory cover the request, the GPU model is allowed, and the GPUs
-// fit by the rules of fgd-protocol.md.
+// fit by the rules of docs/fgd.md.
 func (s *State) Fits(i int, r *Request) bool {
 	if !s.M[i].Up || s.M[i].FreeCPU < r.CPU || s.M[i].FreeMem < r.Mem {
 		return false

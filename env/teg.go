@@ -8,7 +8,7 @@ import (
 )
 
 // TEGConfig switches and parameterises the Thermo-Economic Governor's
-// mechanisms (teg-model.md). Every mechanism can be turned off; the defaults
+// mechanisms (docs/teg.md). Every mechanism can be turned off; the defaults
 // are documented in docs/teg.md and set in DefaultTEG. Start from
 // DefaultTEG or GovernorTEG and change fields: every field is used as given.
 type TEGConfig struct {
@@ -100,7 +100,7 @@ type RewardWeights struct {
 	WaitSLA                  float64 // W_sla, s
 }
 
-// DefaultTEG holds the defaults of teg-model.md, except the Langevin and
+// DefaultTEG holds the defaults of docs/teg.md, except the Langevin and
 // controller parameters that the sweep on training seeds chose
 // (docs/langevin-sweep.md): GPU pressure weight 0 and fragmentation weight
 // 50 (model: 1 and none), 16 placement candidates (8), mobility 0.001/s

@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// Randomized property tests of the safety layer (teg-model.md §4): under
+// Randomized property tests of the safety layer (docs/teg.md §4): under
 // bursts, machine failures and memory overuse, with the layer on no cap is
 // ever exceeded; with it off the same overload OOM-kills jobs.
 

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-// Tests of the TEG mechanisms (teg-model.md, issue 3) on hand-built states
+// Tests of the TEG mechanisms (docs/teg.md) on hand-built states
 // whose expected values are worked out in the comments.
 
-// tegFixed is a TEG configuration spelled out field by field (teg-model.md
+// tegFixed is a TEG configuration spelled out field by field (docs/teg.md
 // defaults), so that hand-computed tests do not move when DefaultTEG is
 // re-tuned. Fields added later stay at their zero value (off).
 func tegFixed() TEGConfig {

@@ -4,7 +4,7 @@ import (
 	"math"
 )
 
-// tokens is the token economy of teg-model.md §6 (decayed usage, as in
+// tokens is the token economy of docs/teg.md §6 (decayed usage, as in
 // Slurm's fair-share factor with PriorityDecayHalfLife) plus per-service
 // bookkeeping the energy function needs.
 type tokens struct {

@@ -29,8 +29,10 @@ func (u *usage) frac(t float64) float64 {
 	return u.f0 + u.g*(t-u.t0)
 }
 
-// splitmix64 is a fast, well-mixed 64-bit hash step.
-func splitmix64(x uint64) uint64 {
+// SplitMix64 is one step of Steele, Lea and Flood's SplitMix64 generator
+// ("Fast splittable pseudorandom number generators", OOPSLA 2014): a fast,
+// well-mixed 64-bit hash of x.
+func SplitMix64(x uint64) uint64 {
 	x += 0x9e3779b97f4a7c15
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
 	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
@@ -41,7 +43,7 @@ func splitmix64(x uint64) uint64 {
 type hashStream struct{ x uint64 }
 
 func (h *hashStream) float() float64 {
-	h.x = splitmix64(h.x)
+	h.x = SplitMix64(h.x)
 	return float64(h.x>>11) / (1 << 53)
 }
 
@@ -49,7 +51,7 @@ func (h *hashStream) uniform(lo, hi float64) float64 { return lo + (hi-lo)*h.flo
 
 // drawUsage draws the usage of job j's start number run beginning at t.
 func drawUsage(seed uint64, j *Job, run uint32, t float64, cfg *TEGConfig) usage {
-	h := hashStream{x: seed ^ splitmix64(uint64(j.ID)<<20^uint64(run))}
+	h := hashStream{x: seed ^ SplitMix64(uint64(j.ID)<<20^uint64(run))}
 	var u usage
 	switch {
 	case j.Kind == Training:

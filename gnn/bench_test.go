@@ -191,7 +191,7 @@ func BenchmarkBuilderUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkEncoderBackwardRatio measures issue 4's "forward + backward
+// BenchmarkEncoderBackwardRatio measures the "forward + backward
 // within 3× the forward" in one loop: blocks of forward passes alternate
 // with blocks of as many forward+backward passes, on two encoders of the
 // same graph, each with its own tape, so that the machine's drift (10-20%

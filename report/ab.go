@@ -460,10 +460,10 @@ func WriteABJSON(w io.Writer, rep *ABReport) error {
 	return err
 }
 
-// fmtNum formats a metric value for people: whole numbers as such, others
+// FormatNumber formats a metric value for people: whole numbers as such, others
 // above 1000 with one decimal, three decimals from 1, four significant
 // digits below.
-func fmtNum(v float64) string {
+func FormatNumber(v float64) string {
 	switch a := math.Abs(v); {
 	case v == math.Trunc(v) && a < 1e15:
 		return strconv.FormatFloat(v, 'f', 0, 64)
@@ -485,8 +485,8 @@ func abRows(rep *ABReport) [][]string {
 		if !ok {
 			continue
 		}
-		rows = append(rows, []string{f.key, m.Direction.String(), fmtNum(m.AMean), fmtNum(m.BMean), fmtNum(m.DiffMean),
-			"[" + fmtNum(m.CILow) + ", " + fmtNum(m.CIHigh) + "]", m.Verdict})
+		rows = append(rows, []string{f.key, m.Direction.String(), FormatNumber(m.AMean), FormatNumber(m.BMean), FormatNumber(m.DiffMean),
+			"[" + FormatNumber(m.CILow) + ", " + FormatNumber(m.CIHigh) + "]", m.Verdict})
 	}
 	return rows
 }
@@ -540,7 +540,7 @@ func WriteABMarkdown(w io.Writer, rep *ABReport, commandLine string, plots []ABP
 		add := func(name string, get func(string) float64) {
 			row := []string{name}
 			for _, k := range abRefColumns {
-				row = append(row, fmtNum(get(k)))
+				row = append(row, FormatNumber(get(k)))
 			}
 			rows = append(rows, row)
 		}

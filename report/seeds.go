@@ -100,7 +100,7 @@ func FormatSeeds(seeds []uint64) string {
 }
 
 // FGDSchedulers are the six policies of the FGD saturation protocol
-// (fgd-protocol.md), in the paper's order; "all" names them.
+// (docs/fgd.md), in the paper's order; "all" names them.
 var FGDSchedulers = []string{"random", "bestfit", "dotprod", "packing", "clustering", "fgd"}
 
 // ParseSchedulers parses a comma-separated list of scheduler names known to

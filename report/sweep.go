@@ -74,7 +74,7 @@ type SweepPoint struct {
 }
 
 // Objective is the mean per-tick reward over the point's seeds, the
-// quantity the sweep maximises (teg-model.md §9).
+// quantity the sweep maximises (docs/teg.md §9).
 func (p *SweepPoint) Objective() (mean, std float64) {
 	return p.metric(func(m env.Metrics) float64 { return m.RewardMean })
 }

@@ -225,7 +225,7 @@ func BenchmarkPolicySample(b *testing.B) {
 // (Policy.Decide: candidate draw, featurisation, network, action) of the
 // committed policies, on the state of a 1,523-machine synthetic cluster
 // after 300 decisions at load 0.9; each iteration draws other candidates.
-// The GNN teacher against its student is issue 7's latency ratio.
+// The GNN teacher against its student is the latency ratio docs/PERFORMANCE.md reports.
 func BenchmarkPolicyDecide(b *testing.B) {
 	for _, name := range []string{"small", "small-gnn", "student-gnn"} {
 		b.Run("policy="+name, func(b *testing.B) {

@@ -45,15 +45,15 @@ type CartPoleResult struct {
 }
 
 // MovingMeanAt returns the first global step at which the moving mean of
-// window episode returns reached goal, or -1.
-func (r *CartPoleResult) MovingMeanAt(goal float64, window int) int {
+// window episode returns reached target, or -1.
+func (r *CartPoleResult) MovingMeanAt(target float64, window int) int {
 	var sum float64
 	for i, x := range r.Returns {
 		sum += x
 		if i >= window {
 			sum -= r.Returns[i-window]
 		}
-		if i+1 >= window && sum/float64(window) >= goal {
+		if i+1 >= window && sum/float64(window) >= target {
 			return r.EndStep[i]
 		}
 	}

@@ -82,7 +82,7 @@ func PolicyEntry(name string, payload []byte) (EvalEntry, error) {
 	teg := LearnedTEG()
 	return EvalEntry{Name: name, TEG: &teg, New: func() env.Scheduler {
 		p, _, _ := LoadPolicy(payload) // checked above
-		return NewScheduler(p, name, true, 0)
+		return NewScheduler(p, SchedulerConfig{Name: name})
 	}}, nil
 }
 

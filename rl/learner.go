@@ -32,8 +32,8 @@ type UpdateLog struct {
 	RewardLatency float64 `json:"reward_latency"`
 	Safety        int     `json:"safety_violations"`
 	// RewardStd50 is the standard deviation of the per-episode mean reward
-	// over the last 50 episodes; Converged says it is below 0.08 (the
-	// seed article's convergence test).
+	// over the last ConvergeWindow episodes; Converged says it is below
+	// ConvergeRewardStd.
 	RewardStd50 float64 `json:"reward_std_50"`
 	Converged   bool    `json:"converged"`
 	BadSegments uint64  `json:"bad_segments"`
@@ -75,7 +75,7 @@ type Learner struct {
 	idx         []int
 	steps       uint64
 	updates     int
-	recent      []float64 // per-episode mean rewards, the last 50
+	recent      []float64 // per-episode mean rewards, the last ConvergeWindow
 	badSegments uint64
 	staleQueued uint64 // segments that went stale in the queue
 	start       time.Time
@@ -301,19 +301,19 @@ func (l *Learner) Step(ctx context.Context, totalUpdates int) (UpdateLog, error)
 		log.Safety += e.Safety
 		l.recent = append(l.recent, e.Reward)
 	}
-	if len(l.recent) > 50 {
-		l.recent = append(l.recent[:0], l.recent[len(l.recent)-50:]...)
+	if len(l.recent) > ConvergeWindow {
+		l.recent = append(l.recent[:0], l.recent[len(l.recent)-ConvergeWindow:]...)
 	}
-	if len(l.recent) == 50 {
+	if len(l.recent) == ConvergeWindow {
 		var m, ss float64
 		for _, x := range l.recent {
-			m += x / 50
+			m += x / ConvergeWindow
 		}
 		for _, x := range l.recent {
 			ss += (x - m) * (x - m)
 		}
-		log.RewardStd50 = math.Sqrt(ss / 49)
-		log.Converged = log.RewardStd50 < 0.08
+		log.RewardStd50 = math.Sqrt(ss / (ConvergeWindow - 1))
+		log.Converged = log.RewardStd50 < ConvergeRewardStd
 	}
 	ts := l.tr.Stats()
 	log.Stale, log.Lost = ts.Stale+l.staleQueued, ts.LostSegments

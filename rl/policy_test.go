@@ -31,7 +31,7 @@ func TestClusterEnvEpisode(t *testing.T) {
 		}
 		e := smallEnv(t)
 		defer e.Close()
-		sched := NewScheduler(p, "policy", false, 9)
+		sched := NewScheduler(p, SchedulerConfig{Name: "policy", Sample: true, Seed: 9})
 		d := e.Reset(3)
 		steps, ret := 0, 0.0
 		for d.Obs != nil {

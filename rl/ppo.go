@@ -34,17 +34,17 @@ type Config struct {
 	CBar   float64 `json:"vtrace_c_bar"`
 }
 
-// DefaultConfig is the learner setting for the TEG environment: GAE
-// (0.99, 0.95), clip 0.2, gradient-norm clip 40 as in the MCP 2026 design,
-// approximate-KL early stop at 1.5 × 0.015. The value loss is not clipped:
+// DefaultConfig is the learner setting for the TEG environment, from the
+// constants of presets.go: GAE (0.99, 0.95), clip 0.2, gradient-norm clip
+// 40, approximate-KL early stop at 1.5 × 0.015. The value loss is not clipped:
 // clipping it to ±0.2 around the old values stalls a critic whose targets
 // are far from its initial outputs (CleanRL clips, but on normalised
 // rewards).
 func DefaultConfig() Config {
 	return Config{
-		LR: 3e-4, AnnealLR: true, Gamma: 0.99, Lambda: 0.95, Epochs: 4, Minibatches: 4,
-		ClipCoef: 0.2, ClipVLoss: false, EntCoef: 0.01, VFCoef: 0.5, MaxGradNorm: 40,
-		TargetKL: 0.015, NormAdv: true, AdamEps: 1e-5, RhoBar: 1, CBar: 1,
+		LR: DefaultLR, AnnealLR: true, Gamma: DefaultGamma, Lambda: DefaultLambda, Epochs: 4, Minibatches: 4,
+		ClipCoef: DefaultClipCoef, ClipVLoss: false, EntCoef: DefaultEntCoef, VFCoef: 0.5, MaxGradNorm: DefaultMaxGradNorm,
+		TargetKL: DefaultTargetKL, NormAdv: true, AdamEps: 1e-5, RhoBar: 1, CBar: 1,
 	}
 }
 
@@ -215,7 +215,7 @@ func (p *PPO) Update(b *Batch, lr float64) (UpdateStats, error) {
 			if !m.stepped {
 				st.SkippedSteps++
 			}
-			if cfg.TargetKL > 0 && m.kl > 1.5*cfg.TargetKL {
+			if cfg.TargetKL > 0 && m.kl > KLStopFactor*cfg.TargetKL {
 				stop = true
 				break
 			}

@@ -9,7 +9,7 @@ import (
 )
 
 // SaturateSpec is the FGD saturation experiment as a training
-// environment (fgd-protocol.md): an episode is one seed's pod sequence on
+// environment (docs/fgd.md): an episode is one seed's pod sequence on
 // the GPU machines of the Alibaba cluster, each pod one decision. The
 // objective is the GPU allocation at the end of arrivals, Σ of the GPUs
 // each decision allocates; but which machine a pod goes to changes what is

@@ -126,7 +126,7 @@ func TestSaturationPolicy(t *testing.T) {
 		if q.Cfg.Features != FeaturesSaturation {
 			t.Fatalf("loaded features %q", q.Cfg.Features)
 		}
-		r, err := env.Saturate(sw.Cluster, sw.Trace, NewScheduler(q, "policy", true, 0), 7, sw.Tune)
+		r, err := env.Saturate(sw.Cluster, sw.Trace, NewScheduler(q, SchedulerConfig{Name: "policy"}), 7, sw.Tune)
 		if err != nil {
 			t.Fatal(err)
 		}

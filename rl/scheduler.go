@@ -27,9 +27,28 @@ type Scheduler struct {
 	lastLogP, lastValue float32
 }
 
-// NewScheduler wraps p; name is what the metrics call it.
-func NewScheduler(p *Policy, name string, greedy bool, seed uint64) *Scheduler {
-	return &Scheduler{P: p, Greedy: greedy, Label: name, rng: rand.New(rand.NewPCG(seed, 0x7363682d706f6c69))}
+// SchedulerConfig configures NewScheduler. The zero value but a name is
+// the evaluation mode: greedy decisions.
+type SchedulerConfig struct {
+	// Name is what the metrics call the scheduler.
+	Name string
+	// Sample draws each action from the policy's distribution instead of
+	// taking its mode, from a stream seeded by Seed (the simulator's own
+	// stream still draws the candidates, so runs are reproducible either
+	// way).
+	Sample bool
+	// Seed seeds the sampling stream (with Sample).
+	Seed uint64
+}
+
+// schedulerStream is the second word of a sampling scheduler's PCG seed
+// ("sch-poli"), so that its stream differs from the simulator's for the
+// same Seed.
+const schedulerStream = 0x7363682d706f6c69
+
+// NewScheduler wraps p as an env.Scheduler configured by cfg.
+func NewScheduler(p *Policy, cfg SchedulerConfig) *Scheduler {
+	return &Scheduler{P: p, Greedy: !cfg.Sample, Label: cfg.Name, rng: rand.New(rand.NewPCG(cfg.Seed, schedulerStream))}
 }
 
 // Name implements env.Scheduler.

@@ -65,7 +65,8 @@ type TrainConfig struct {
 	Progress func(l UpdateLog) `json:"-"`
 }
 
-// Presets of `tegrl train --preset`.
+// defaults fills the fields left zero (run id, segment length, batch size,
+// transport, logger) and checks the rest.
 func (c *TrainConfig) defaults() error {
 	if c.RunID == "" {
 		c.RunID = "run"
@@ -74,10 +75,10 @@ func (c *TrainConfig) defaults() error {
 		return err
 	}
 	if c.SegmentLen <= 0 {
-		c.SegmentLen = 100
+		c.SegmentLen = DefaultSegmentLen
 	}
 	if c.BatchSize <= 0 {
-		c.BatchSize = 2000
+		c.BatchSize = DefaultBatchSize
 	}
 	if c.Transport == "" {
 		c.Transport = "nats"

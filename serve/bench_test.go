@@ -101,7 +101,7 @@ func loadedService(b testing.TB, c *env.Cluster, sched string, admin bool) (*Ser
 }
 
 // benchPolicies are the committed policy files BenchmarkDecide serves
-// besides an untrained default-size policy: the GNN teacher of issue 7
+// besides an untrained default-size policy: the GNN teacher (docs/rl.md)
 // and the ReLU student distilled from it.
 var benchPolicies = map[string]string{
 	"teacher-gnn": "../docs/policies/small-gnn.safetensors",

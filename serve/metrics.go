@@ -33,7 +33,7 @@ type metrics struct {
 	ready          prometheus.Gauge
 }
 
-// decisionBuckets span 5 µs to 0.33 s: the 1 ms goal sits in the middle.
+// decisionBuckets span 5 µs to 0.33 s: the 1 ms decision budget sits in the middle.
 var decisionBuckets = prometheus.ExponentialBuckets(5e-6, 2, 17)
 
 // requestBuckets span 5 µs to 10.5 s: up to the default request deadline.

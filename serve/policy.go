@@ -263,7 +263,7 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 		return nil, &refusal{reasonPolicy, err}
 	}
 	version := versionName(c.name, got)
-	sched := rl.NewScheduler(pol, version, true, 0)
+	sched := rl.NewScheduler(pol, rl.SchedulerConfig{Name: version})
 	if err := cv.smoke(sched, pol); err != nil {
 		return nil, &refusal{reasonSmoke, err}
 	}
@@ -273,7 +273,7 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 	if err != nil {
 		return nil, &refusal{reasonPolicy, err}
 	}
-	serving := rl.NewScheduler(pol2, version, true, 0)
+	serving := rl.NewScheduler(pol2, rl.SchedulerConfig{Name: version})
 	serving.ActionOnly = true // a decision answers with the action alone
 	return &Policy{Version: version, Source: c.source, SHA256: got, Meta: meta, LoadedAt: time.Now(),
 		ValidateTime: time.Since(start), sched: serving}, nil
@@ -296,11 +296,7 @@ func (cv *canary) builtin(name string) (*Policy, error) {
 // readPolicyFile reads a policy file, or a directory's policy.safetensors,
 // with the SHA-256 of a sidecar file NAME.sha256 when there is one.
 func readPolicyFile(spec string) (candidate, error) {
-	path := spec
-	if !strings.HasSuffix(spec, ".safetensors") {
-		path = filepath.Join(spec, "policy.safetensors")
-	}
-	b, err := os.ReadFile(path)
+	b, path, err := rl.ReadPolicyFile(spec)
 	if err != nil {
 		return candidate{}, err
 	}

@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/rl"
 )
 
 // Clock modes: how the model's time advances.
@@ -256,12 +256,7 @@ func New(cfg Config) (*Service, error) {
 	return s, nil
 }
 
-func splitmix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
+func splitmix(x uint64) uint64 { return env.SplitMix64(x) }
 
 // initArm loads an arm's configured scheduler.
 func (s *Service) initArm(a *arm) error {
@@ -269,7 +264,11 @@ func (s *Service) initArm(a *arm) error {
 	if spec == "hot" {
 		return nil
 	}
-	if _, err := env.NewScheduler(spec); err == nil {
+	src, err := rl.ResolveScheduler(spec)
+	if err != nil {
+		return err
+	}
+	if src.Builtin {
 		p, err := s.canary.builtin(spec)
 		if err != nil {
 			return err
@@ -277,9 +276,9 @@ func (s *Service) initArm(a *arm) error {
 		s.swap(a, p, "builtin", spec)
 		return nil
 	}
-	c, err := readPolicyFile(spec)
+	c, err := readPolicyFile(spec) // the payload again, with its .sha256 sidecar
 	if err != nil {
-		return fmt.Errorf("scheduler %q: not built in (%s) and not a readable policy file: %w", spec, strings.Join(env.SchedulerNames, ", "), err)
+		return err
 	}
 	_, err = s.Load(a.cfg.Name, c.name, "file", c.payload, c.sha256)
 	return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl"
 )
 
 func init() { addCommand(newABCmd) }
@@ -106,9 +107,9 @@ ci_high, direction, verdict), reference and setup.`,
 	return cmd
 }
 
-// contender resolves a scheduler spec with schedulerFactory.
+// contender resolves a scheduler spec with rl.SchedulerFactory.
 func contender(flag, spec string) (report.Contender, error) {
-	mk, err := schedulerFactory(spec)
+	mk, err := rl.SchedulerFactory(spec)
 	if err != nil {
 		return report.Contender{}, fmt.Errorf("--%s: %w", flag, err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tegrl/tegrl/datasets"
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/rl"
 )
 
 func init() { addCommand(newDatasetCmd) }
@@ -222,7 +223,7 @@ is about 150 KB, so the defaults are a small cluster and one hour.`,
 }
 
 func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
-	newSched, err := schedulerFactory(f.scheduler)
+	newSched, err := rl.SchedulerFactory(f.scheduler)
 	if err != nil {
 		return err
 	}

@@ -36,7 +36,7 @@ type distillSummary struct {
 	EvalSeeds        []uint64           `json:"eval_seeds,omitempty"`
 	Eval             []evalRow          `json:"eval,omitempty"`
 	// ReturnRatio is the teacher's mean slowdown over the student's on the
-	// held-out seeds (1: as good; the goal is >= 0.97).
+	// held-out seeds (1: as good; above 1: the student is better).
 	ReturnRatio float64 `json:"return_ratio,omitempty"`
 }
 
@@ -66,7 +66,7 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 			if teacherPath == "" || out == "" {
 				return fmt.Errorf("--teacher and --out are required")
 			}
-			payload, path, err := readPolicyFile(teacherPath)
+			payload, path, err := rl.ReadPolicyFile(teacherPath)
 			if err != nil {
 				return err
 			}
@@ -88,18 +88,18 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 				if student, log, err = distill.Online(ctx, teacher, ocfg); err != nil {
 					return err
 				}
-				if s, err = distill.Collect(ctx, student, spec, min(decisions, 5000), seed*1_000_003+3_000_000, teacher.Cfg.Encoder == rl.EncoderGNN); err != nil {
+				if s, err = distill.Collect(ctx, student, spec, min(decisions, 5000), seed*rl.DistillSeedStride+rl.DistillStudentSeeds, teacher.Cfg.Encoder == rl.EncoderGNN); err != nil {
 					return err
 				}
 			} else if data != "" {
 				// Offline: the decisions of recorded runs, re-created as in
 				// train --offline and labelled by the teacher.
 				var od rl.OfflineData
-				if err := loadRecordings(data, "", teacher, 0.99, 1, &od, nil); err != nil {
+				if err := loadRecordings(data, "", teacher, rl.DistillGamma, 1, &od, nil); err != nil {
 					return err
 				}
 				s = &od.S
-			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*1_000_003+2_000_000, false); err != nil {
+			} else if s, err = distill.Collect(ctx, teacher, spec, decisions, seed*rl.DistillSeedStride+rl.DistillTeacherSeeds, false); err != nil {
 				return err
 			}
 			if student == nil {
@@ -172,7 +172,7 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 				fmt.Fprintf(a.stdout, "  %-8s slowdown %.3f  SLA viol %.2f%%  safety viol %d\n", r.Scheduler, r.MeanSlowdown, 100*r.SLAViolationRate, r.SafetyViolations)
 			}
 			if sum.ReturnRatio > 0 {
-				fmt.Fprintf(a.stdout, "  teacher/student slowdown ratio %.3f (goal >= 0.97)\n", sum.ReturnRatio)
+				fmt.Fprintf(a.stdout, "  teacher/student slowdown ratio %.3f (1: as good; below 1: the student is worse)\n", sum.ReturnRatio)
 			}
 			return nil
 		},

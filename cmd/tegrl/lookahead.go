@@ -72,7 +72,7 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 			if every < 1 || candidates < 2 || !(support >= 0 && support <= 1) {
 				return fmt.Errorf("--every must be >= 1, --candidates >= 2 and --support in [0, 1]")
 			}
-			mk, err := schedulerFactory(base)
+			mk, err := rl.SchedulerFactory(base)
 			if err != nil {
 				return fmt.Errorf("--base: %w", err)
 			}

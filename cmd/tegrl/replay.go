@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/replay"
+	"github.com/tegrl/tegrl/rl"
 )
 
 func init() { addCommand(newReplayCmd) }
@@ -81,7 +82,7 @@ func runReplay(cmd *cobra.Command, a *app, f *replayFlags) error {
 	if spec == "" {
 		spec = t.Config.SchedulerSpec
 	}
-	newA, err := schedulerFactory(spec)
+	newA, err := rl.SchedulerFactory(spec)
 	if err != nil {
 		return fmt.Errorf("--scheduler: %w", err)
 	}
@@ -122,7 +123,7 @@ func runReplay(cmd *cobra.Command, a *app, f *replayFlags) error {
 		}
 		rep = replay.NewReport(t, res, nil)
 	} else {
-		newB, err := schedulerFactory(f.diff)
+		newB, err := rl.SchedulerFactory(f.diff)
 		if err != nil {
 			return fmt.Errorf("--diff: %w", err)
 		}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl"
 )
 
 func init() { addCommand(newSaturateCmd) }
@@ -235,7 +236,7 @@ func saturationSchedulers(spec string) ([]string, func(string) (env.Scheduler, e
 			builtin = append(builtin, name)
 			continue
 		}
-		mk, err := schedulerFactory(name)
+		mk, err := rl.SchedulerFactory(name)
 		if err != nil {
 			return nil, nil, fmt.Errorf("scheduler list %q: %w", spec, err)
 		}

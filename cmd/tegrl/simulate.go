@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/rl"
 )
 
 // runSource are the flags that say what to simulate and for how long,
@@ -203,7 +204,7 @@ func parseSchedulers(s string) ([]string, []func() env.Scheduler, error) {
 	var fs []func() env.Scheduler
 	for _, name := range names {
 		name = strings.TrimSpace(name)
-		f, err := schedulerFactory(name)
+		f, err := rl.SchedulerFactory(name)
 		if err != nil {
 			return nil, nil, err
 		}

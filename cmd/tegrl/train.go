@@ -113,8 +113,8 @@ Presets:
 	fl.StringVar(&f.out, "out", "", "output directory (required)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the network initialisation, the actors' episodes and the minibatches")
 	fl.IntVar(&f.actors, "actors", 1, "in-process actors (0: only remote tegrl actor processes); on 2 cores one actor keeps the learner busy")
-	fl.IntVar(&f.steps, "steps", 0, "decisions to learn from (0: the preset's)")
-	fl.IntVar(&f.batch, "batch", 0, "decisions per PPO update (0: the preset's)")
+	fl.IntVar(&f.steps, "steps", 0, "decisions to learn from (default: the preset's)")
+	fl.IntVar(&f.batch, "batch", 0, "decisions per PPO update (default: the preset's)")
 	fl.IntVar(&f.segment, "segment", 100, "steps per trajectory segment")
 	fl.BoolVar(&f.sync, "sync", true, "in-process actors wait for every update (on-policy lockstep; with --actors 1 the run is deterministic); --sync=false for IMPALA's asynchronous actors")
 	fl.Uint64Var(&f.maxLag, "max-lag", 8, "drop segments more than this many policy versions old")
@@ -122,23 +122,23 @@ Presets:
 	fl.StringVar(&f.natsURL, "nats", "", "NATS server URL (default: an embedded server on a random loopback port)")
 	fl.StringVar(&f.token, "token", "", "NATS token (also for the embedded server)")
 	fl.StringVar(&f.runID, "run", "train", "run id: scopes the NATS subjects (letters, digits, - and _)")
-	fl.IntVar(&f.machines, "machines", 0, "machines of the synthetic cluster (0: the preset's)")
-	fl.Float64Var(&f.load, "load", 0, "offered load (0: the preset's)")
-	fl.Float64Var(&f.episode, "episode", 0, "simulated seconds per episode (0: the preset's)")
+	fl.IntVar(&f.machines, "machines", 0, "machines of the synthetic cluster (default: the preset's)")
+	fl.Float64Var(&f.load, "load", 0, "offered load (default: the preset's)")
+	fl.Float64Var(&f.episode, "episode", 0, "simulated seconds per episode (default: the preset's)")
 	fl.StringVar(&f.evalSeeds, "eval-seeds", "101-110", "held-out seeds of the final evaluation (\"\" skips it; --preset saturate: 42-51 unless given)")
 	fl.StringVar(&f.nodes, "nodes", defaultGPUNodes, "--preset saturate: Alibaba GPU trace node table: alibaba-gpu (bundled nodes.csv) or alibaba-gpu:FILE")
 	fl.StringVar(&f.pods, "pods", defaultGPUPods, "--preset saturate: Alibaba GPU trace pod table: alibaba-gpu (bundled pods.csv) or alibaba-gpu:FILE")
 	fl.StringVar(&f.evalRefs, "eval-ref", "langevin,kube,bestfit,fgd", "schedulers the policy is compared with")
-	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (0: the preset's)")
-	fl.Float64Var(&f.entCoef, "ent-coef", -1, "weight of the placement entropy bonus (negative: the preset's, 0.01)")
-	fl.Float64Var(&f.gamma, "gamma", 0, "discount per decision (0: the preset's)")
+	fl.Float64Var(&f.lr, "lr", 0, "Adam learning rate (default: the preset's)")
+	fl.Float64Var(&f.entCoef, "ent-coef", rl.DefaultEntCoef, "weight of the placement entropy bonus")
+	fl.Float64Var(&f.gamma, "gamma", 0, "discount per decision (default: the preset's)")
 	fl.Float64Var(&f.shaping, "shaping", 0, "potential-based reward shaping from the reward baseline's load: horizon in simulated seconds (0: off; docs/rl.md)")
-	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (0: the preset's)")
-	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (0: the preset's)")
-	fl.StringVar(&f.encoder, "encoder", "", "candidate encoder: mlp, or gnn (temporal and graph layers on the decision's candidate graph; docs/rl.md) (\"\": the preset's)")
+	fl.IntVar(&f.candidates, "candidates", 0, "candidate machines per decision (default: the preset's)")
+	fl.IntVar(&f.hidden, "hidden", 0, "hidden width (default: the preset's)")
+	fl.StringVar(&f.encoder, "encoder", "", "candidate encoder: mlp, or gnn (temporal and graph layers on the decision's candidate graph; docs/rl.md) (default: the preset's)")
 	fl.BoolVar(&f.replicas, "replicas", false, "let the policy change services' replica counts (off: deltas are 0; see docs/rl.md)")
-	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (\"\": the preset's)")
-	fl.StringVar(&f.baseline, "reward-baseline", "-", "scheduler run alongside whose accrual each reward is relative to (\"\": none; -: the preset's)")
+	fl.StringVar(&f.reward, "reward", "", "reward: slowdown or teg (default: the preset's)")
+	fl.StringVar(&f.baseline, "reward-baseline", "", "scheduler run alongside whose accrual each reward is relative to (\"\": none; default: the preset's)")
 	fl.IntVar(&f.ckptEvery, "checkpoint-every", 10, "write DIR/checkpoint every this many updates and at the end (0: never)")
 	fl.StringVar(&f.resume, "resume", "", "continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)")
 	fl.StringVar(&f.offline, "offline", "", "learn offline from recordings of tegrl dataset record (comma-separated folders) instead of online")
@@ -152,33 +152,6 @@ Presets:
 	fl.StringVar(&f.creds, "credentials", "", "file of the learner's NATS user credentials (NAME:PASSWORD) for --nats (default: the file $TEGRL_NATS_CREDENTIALS names)")
 	fl.BoolVar(&f.keyPerSeed, "sign-key-from-seed", false, "derive the signing key from --seed instead of crypto/rand (reproducible signatures; anyone who knows the seed can sign)")
 	return cmd
-}
-
-// trainPreset is a preset's run configuration.
-type trainPreset struct {
-	cfg rl.TrainConfig
-}
-
-func presetFor(name string) (trainPreset, error) {
-	switch name {
-	case "small":
-		ppo := rl.DefaultConfig()
-		ppo.LR = 1e-3
-		return trainPreset{
-			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 1_000_000, PPO: ppo, Policy: rl.DefaultPolicyConfig(),
-				Env: rl.EnvSpec{Machines: 96, Load: 0.9, Episode: 7200, Reward: rl.RewardSlowdown, RewardScale: 1, Baseline: "langevin"}},
-		}, nil
-	case "saturate":
-		ppo := rl.DefaultConfig()
-		ppo.LR, ppo.Gamma = 1e-3, 0.999
-		pol := rl.DefaultPolicyConfig()
-		pol.Candidates, pol.Features = 8, rl.FeaturesSaturation
-		return trainPreset{
-			cfg: rl.TrainConfig{BatchSize: 2000, TotalSteps: 1_000_000, PPO: ppo, Policy: pol,
-				Env: rl.EnvSpec{RewardScale: 1, Saturate: &rl.SaturateSpec{Nodes: defaultGPUNodes, Pods: defaultGPUPods, Tune: 1.3}}},
-		}, nil
-	}
-	return trainPreset{}, fmt.Errorf("unknown preset %q (known: small, saturate)", name)
 }
 
 // trainSummary is summary.json.
@@ -245,50 +218,32 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	p, err := presetFor(f.preset)
+	cfg, err := rl.Preset(f.preset)
 	if err != nil {
 		return err
 	}
-	cfg := p.cfg
-	set := func(dst *int, v int) {
-		if v > 0 {
-			*dst = v
+	// A flag given overrides its field of the preset; one left out keeps it.
+	ch := cmd.Flags().Changed
+	for _, o := range []struct {
+		flag string
+		set  func()
+	}{
+		{"steps", func() { cfg.TotalSteps = f.steps }}, {"batch", func() { cfg.BatchSize = f.batch }},
+		{"machines", func() { cfg.Env.Machines = f.machines }}, {"load", func() { cfg.Env.Load = f.load }},
+		{"episode", func() { cfg.Env.Episode = f.episode }}, {"lr", func() { cfg.PPO.LR = f.lr }},
+		{"gamma", func() { cfg.PPO.Gamma = f.gamma }}, {"ent-coef", func() { cfg.PPO.EntCoef = f.entCoef }},
+		{"candidates", func() { cfg.Policy.Candidates = f.candidates }}, {"hidden", func() { cfg.Policy.Hidden = f.hidden }},
+		{"reward", func() { cfg.Env.Reward = f.reward }}, {"reward-baseline", func() { cfg.Env.Baseline = f.baseline }},
+		{"encoder", func() { cfg.Policy.Encoder = map[bool]string{true: "", false: f.encoder}[f.encoder == "mlp"] }},
+	} {
+		if ch(o.flag) {
+			o.set()
 		}
 	}
-	setF := func(dst *float64, v float64) {
-		if v > 0 {
-			*dst = v
-		}
-	}
-	set(&cfg.TotalSteps, f.steps)
-	set(&cfg.BatchSize, f.batch)
-	set(&cfg.Env.Machines, f.machines)
-	setF(&cfg.Env.Load, f.load)
-	setF(&cfg.Env.Episode, f.episode)
-	setF(&cfg.PPO.LR, f.lr)
-	setF(&cfg.PPO.Gamma, f.gamma)
 	if f.shaping > 0 {
 		cfg.Env.Shaping, cfg.Env.ShapingGamma = f.shaping, cfg.PPO.Gamma
 	}
-	if f.entCoef >= 0 {
-		cfg.PPO.EntCoef = f.entCoef
-	}
-	set(&cfg.Policy.Candidates, f.candidates)
-	set(&cfg.Policy.Hidden, f.hidden)
-	switch f.encoder {
-	case "":
-	case "mlp":
-		cfg.Policy.Encoder = ""
-	default:
-		cfg.Policy.Encoder = f.encoder // validated with the rest of the policy config
-	}
 	cfg.Policy.Replicas = f.replicas
-	if f.reward != "" {
-		cfg.Env.Reward = f.reward
-	}
-	if f.baseline != "-" {
-		cfg.Env.Baseline = f.baseline
-	}
 	if sat := cfg.Env.Saturate; sat != nil {
 		if f.offline != "" {
 			return fmt.Errorf("--preset saturate learns online only")
@@ -313,7 +268,7 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	}
 	cfg.Resume = f.resume
 	if f.init != "" {
-		if cfg.Init, _, err = readPolicyFile(f.init); err != nil {
+		if cfg.Init, _, err = rl.ReadPolicyFile(f.init); err != nil {
 			return fmt.Errorf("--init: %w", err)
 		}
 	}
@@ -537,7 +492,7 @@ func evalPolicy(ctx context.Context, sum *trainSummary, payload []byte, src rl.S
 			diffs[i] = runs[i].Metrics.MeanSlowdown - rs[i].Metrics.MeanSlowdown
 			sla += (runs[i].Metrics.SLAViolationRate - rs[i].Metrics.SLAViolationRate) / float64(n)
 		}
-		lo, hi, err := report.BootstrapMeanCI(diffs, 10000, 0.95, 1)
+		lo, hi, err := report.BootstrapMeanCI(diffs, rl.EvalResamples, rl.EvalLevel, 1)
 		if err != nil {
 			return err
 		}
@@ -614,6 +569,7 @@ func writeTrainLog(path string, logs []rl.UpdateLog) error {
 // more than the policy does).
 func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef, slowdown bool) error {
 	const curveWindow = 25
+	window := min(curveWindow, len(logs))
 	x := make([]float64, len(logs))
 	ret := make([]float64, len(logs))
 	slow := make([]float64, len(logs))
@@ -631,9 +587,10 @@ func saveCurve(path string, logs []rl.UpdateLog, refs []report.CurveRef, slowdow
 			ret[i], slow[i] = r/n, sd/n
 		}
 	}
-	panels := []report.CurvePanel{{Title: "episodic return (training episodes, mean over 25 updates)", YLabel: "return", Y: ret}}
+	over := fmt.Sprintf("training episodes, mean over the last %d updates", window)
+	panels := []report.CurvePanel{{Title: "episodic return (" + over + ")", YLabel: "return", Y: ret}}
 	if slowdown {
-		panels = append(panels, report.CurvePanel{Title: "mean slowdown (training episodes, mean over 25 updates)", YLabel: "slowdown", Y: slow, Refs: refs})
+		panels = append(panels, report.CurvePanel{Title: "mean slowdown (" + over + ")", YLabel: "slowdown", Y: slow, Refs: refs})
 	}
 	return report.SaveLearningCurve(path, "tegrl train", "decisions learned from", x, panels)
 }
@@ -665,18 +622,16 @@ func printEval(w io.Writer, s *trainSummary) error {
 	}
 	fmt.Fprintf(w, "held-out seeds %s:\n", report.FormatSeeds(s.EvalSeeds))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheduler\tslowdown\tJCT s\tSLA viol %\tsafety viol\treward\tpolicy vs it (slowdown, 95% CI)\t")
+	fmt.Fprintln(tw, "scheduler\tslowdown\tJCT s\tSLA viol %\tsafety viol\tTEG reward\tpolicy - it (slowdown, 95% CI)\tchange\t")
 	for _, r := range s.Eval {
-		vs := ""
+		vs, rel := "", ""
 		if p, ok := s.Paired[r.Scheduler]; ok {
-			vs = fmt.Sprintf("%+.1f%% [%+.3f, %+.3f]", p.RelChangePct, p.CILow, p.CIHigh)
+			vs, rel = fmt.Sprintf("%+.3f [%+.3f, %+.3f]", p.DiffMean, p.CILow, p.CIHigh), fmt.Sprintf("%+.1f%%", p.RelChangePct)
 		}
-		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.2f\t%d\t%.4f\t%s\t\n", r.Scheduler, r.MeanSlowdown, r.MeanJCTS, 100*r.SLAViolationRate, r.SafetyViolations, r.RewardMean, vs)
+		fmt.Fprintf(tw, "%s\t%.3f\t%.0f\t%.2f\t%d\t%.4f\t%s\t%s\t\n", r.Scheduler, r.MeanSlowdown, r.MeanJCTS, 100*r.SLAViolationRate, r.SafetyViolations, r.RewardMean, vs, rel)
 	}
 	return tw.Flush()
 }
-
-var _ = env.Wait
 
 // evalSaturation runs the FGD saturation protocol on seeds for the policy,
 // fgd and bestfit.
@@ -697,7 +652,7 @@ func evalSaturation(ctx context.Context, payload []byte, spec *rl.SaturateSpec, 
 			if err != nil {
 				return nil, err
 			}
-			return rl.NewScheduler(p, "policy", true, 0), nil
+			return rl.NewScheduler(p, rl.SchedulerConfig{Name: "policy"}), nil
 		}})
 	if err != nil {
 		return nil, err
@@ -727,7 +682,7 @@ func loadRecordings(dirs, ref string, pol *rl.Policy, gamma, scale float64, data
 		if spec == "" {
 			spec = t.Config.Scheduler
 		}
-		mk, err := schedulerFactory(spec)
+		mk, err := rl.SchedulerFactory(spec)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}

@@ -1,4 +1,4 @@
-package replay
+package buffer
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 
 // ErrEmptyBuffer is returned when sampling a buffer that holds no item
 // (or, for Prioritized, no item with a positive priority).
-var ErrEmptyBuffer = errors.New("replay: buffer is empty")
+var ErrEmptyBuffer = errors.New("buffer: buffer is empty")
 
 // Ring is a bounded FIFO buffer with batch eviction, safe for concurrent use.
 // When an item arrives at a full ring, its oldest ceil(EvictRatio·MaxSize)
@@ -120,13 +120,13 @@ func (r *Ring[T]) slot(i int) int {
 // n is negative; dst is returned unchanged with the error.
 func (r *Ring[T]) Sample(rng *rand.Rand, n int, dst []T) ([]T, error) {
 	if n < 0 {
-		return dst, fmt.Errorf("replay: Ring.Sample: n = %d: must be >= 0", n)
+		return dst, fmt.Errorf("buffer: Ring.Sample: n = %d: must be >= 0", n)
 	}
 	dst = slices.Grow(dst, n)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.n == 0 {
-		return dst, fmt.Errorf("replay: Ring.Sample of %d items: %w", n, ErrEmptyBuffer)
+		return dst, fmt.Errorf("buffer: Ring.Sample of %d items: %w", n, ErrEmptyBuffer)
 	}
 	for range n {
 		dst = append(dst, r.buf[r.slot(rng.IntN(r.n))])

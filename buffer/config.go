@@ -1,4 +1,4 @@
-package replay
+package buffer
 
 import (
 	"errors"
@@ -36,7 +36,7 @@ const (
 )
 
 // ErrInvalidConfig is wrapped by every configuration error.
-var ErrInvalidConfig = errors.New("replay: invalid config")
+var ErrInvalidConfig = errors.New("buffer: invalid config")
 
 // RingConfig configures a Ring.
 type RingConfig struct {

@@ -1,4 +1,4 @@
-package replay
+package buffer
 
 import (
 	"errors"
@@ -206,10 +206,10 @@ func (p *Prioritized[T]) Beta() float64 {
 // error when n < 1 or out is nil; out is left unchanged with an error.
 func (p *Prioritized[T]) Sample(rng *rand.Rand, n int, out *Batch[T]) error {
 	if n < 1 {
-		return fmt.Errorf("replay: Prioritized.Sample: n = %d: must be positive", n)
+		return fmt.Errorf("buffer: Prioritized.Sample: n = %d: must be positive", n)
 	}
 	if out == nil {
-		return errors.New("replay: Prioritized.Sample: nil *Batch")
+		return errors.New("buffer: Prioritized.Sample: nil *Batch")
 	}
 	items := slices.Grow(out.Items[:0], n)[:n]
 	indices := slices.Grow(out.Indices[:0], n)[:n]
@@ -250,10 +250,10 @@ func (p *Prioritized[T]) sampleLocked(items []T, indices []int, ratio []float64)
 	size := min(p.next, p.cfg.Capacity)
 	total := p.tree.total()
 	if size == 0 {
-		return 0, fmt.Errorf("replay: Prioritized.Sample of %d items: %w", len(items), ErrEmptyBuffer)
+		return 0, fmt.Errorf("buffer: Prioritized.Sample of %d items: %w", len(items), ErrEmptyBuffer)
 	}
 	if !(total > 0) {
-		return 0, fmt.Errorf("replay: Prioritized.Sample of %d items: all %d priorities are zero: %w", len(items), size, ErrEmptyBuffer)
+		return 0, fmt.Errorf("buffer: Prioritized.Sample of %d items: all %d priorities are zero: %w", len(items), size, ErrEmptyBuffer)
 	}
 	pmin := p.tree.minPositive()
 	seg := total / float64(len(items))
@@ -300,11 +300,11 @@ func (p *Prioritized[T]) sampleLocked(items []T, indices []int, ratio []float64)
 // When an index appears twice, the later priority wins.
 func (p *Prioritized[T]) UpdatePriorities(idx []int, prio []float64) error {
 	if len(idx) != len(prio) {
-		return fmt.Errorf("replay: Prioritized.UpdatePriorities: %d indices but %d priorities", len(idx), len(prio))
+		return fmt.Errorf("buffer: Prioritized.UpdatePriorities: %d indices but %d priorities", len(idx), len(prio))
 	}
 	for k, v := range prio {
 		if !(v >= 0) || !(v+p.cfg.Epsilon <= p.rawLimit) {
-			return fmt.Errorf("replay: Prioritized.UpdatePriorities: prio[%d] = %v (idx %d): %w: must be finite, >= 0 and at most %g",
+			return fmt.Errorf("buffer: Prioritized.UpdatePriorities: prio[%d] = %v (idx %d): %w: must be finite, >= 0 and at most %g",
 				k, v, idx[k], ErrInvalidPriority, p.rawLimit-p.cfg.Epsilon)
 		}
 	}
@@ -314,7 +314,7 @@ func (p *Prioritized[T]) UpdatePriorities(idx []int, prio []float64) error {
 	added := p.Added()
 	for k, i := range idx {
 		if i < 0 || i >= added {
-			return fmt.Errorf("replay: Prioritized.UpdatePriorities: idx[%d] = %d: %w: Add has returned [0, %d)",
+			return fmt.Errorf("buffer: Prioritized.UpdatePriorities: idx[%d] = %d: %w: Add has returned [0, %d)",
 				k, i, ErrIndexOutOfRange, added)
 		}
 	}

@@ -1,0 +1,138 @@
+package rl
+
+import "fmt"
+
+// The hyper-parameters of tegrl's learners, in one place. DefaultConfig,
+// DefaultPolicyConfig, DefaultOfflineConfig and the presets below read
+// them; a command-line flag overrides one field of a preset and nothing
+// else.
+
+// PPO (DefaultConfig). The values are CleanRL's ppo.py defaults except
+// where a comment says why not.
+const (
+	// DefaultLR is Adam's learning rate without a preset. Both presets
+	// learn at PresetLR instead.
+	DefaultLR = 3e-4
+	// DefaultGamma and DefaultLambda are GAE's discount and λ per decision.
+	DefaultGamma  = 0.99
+	DefaultLambda = 0.95
+	// DefaultClipCoef is PPO's ratio clip.
+	DefaultClipCoef = 0.2
+	// DefaultEntCoef weighs the placement entropy bonus.
+	DefaultEntCoef = 0.01
+	// DefaultMaxGradNorm clips the global gradient norm at IMPALA's 40
+	// (Espeholt et al., "IMPALA", ICML 2018) rather than CleanRL's 0.5:
+	// the cluster's rewards are not normalised.
+	DefaultMaxGradNorm = 40
+	// DefaultTargetKL stops an update's epochs early once the approximate
+	// KL to the behaviour policy passes KLStopFactor × TargetKL.
+	DefaultTargetKL = 0.015
+	// KLStopFactor is the margin over TargetKL of OpenAI Spinning Up's PPO
+	// early stop (kl > 1.5 × target_kl): one minibatch's KL estimate is
+	// noisy.
+	KLStopFactor = 1.5
+)
+
+// Convergence test of UpdateLog.Converged.
+const (
+	// ConvergeWindow is how many of the latest training episodes the test
+	// looks at.
+	ConvergeWindow = 50
+	// ConvergeRewardStd is the largest standard deviation of their
+	// per-episode mean rewards (the per-tick reward lies in [0, 1]) that
+	// counts as converged.
+	ConvergeRewardStd = 0.08
+)
+
+// Rollouts and batches (TrainConfig).
+const (
+	// DefaultSegmentLen is the steps an actor sends in one trajectory
+	// segment: long enough for V-trace's bootstrapping, short enough that
+	// a segment is rarely more than a version behind.
+	DefaultSegmentLen = 100
+	// DefaultBatchSize is the decisions of one PPO update.
+	DefaultBatchSize = 2000
+)
+
+// Presets of `tegrl train --preset`.
+const (
+	// PresetLR is both presets' learning rate, above DefaultLR because
+	// their budget of PresetSteps decisions is short (docs/rl.md compares
+	// --lr 3e-4).
+	PresetLR = 1e-3
+	// PresetSteps is the decisions both presets learn from.
+	PresetSteps = 1_000_000
+	// SmallMachines, SmallLoad and SmallEpisode are the small preset's
+	// cluster (synthetic), offered load and episode length in simulated
+	// seconds.
+	SmallMachines = 96
+	SmallLoad     = 0.9
+	SmallEpisode  = 7200
+	// SaturateGamma is the saturate preset's discount: an episode is one
+	// seed's whole pod sequence (about 11,000 decisions at seed 42), and a
+	// pod placed badly costs GPUs many decisions later.
+	SaturateGamma = 0.999
+	// SaturateCandidates is the machines FGD scores best that the
+	// saturate policy chooses among.
+	SaturateCandidates = 8
+	// SaturateTune is the FGD protocol's stop: pods arrive until their GPU
+	// demand reaches 1.3 × the GPU capacity.
+	SaturateTune = 1.3
+	// BundledGPUTrace names the Alibaba GPU trace bundled with tegrl (the
+	// saturate preset's nodes and pods).
+	BundledGPUTrace = "alibaba-gpu"
+)
+
+// Evaluation on held-out seeds.
+const (
+	// EvalResamples is the bootstrap resamples of a paired confidence
+	// interval over seeds, as tegrl ab's default (report.DefaultResamples).
+	EvalResamples = 10_000
+	// EvalLevel is the confidence level of the intervals.
+	EvalLevel = 0.95
+)
+
+// Distillation seeds (tegrl distill): the episodes a student learns from
+// are drawn from seeds far from the training seeds (1, 2, ...) and the
+// held-out evaluation seeds (101-110), so that no episode repeats.
+const (
+	// DistillSeedStride spreads distillation runs of different --seed
+	// values apart (a prime, so that strides never line up with seed
+	// ranges).
+	DistillSeedStride = 1_000_003
+	// DistillTeacherSeeds and DistillStudentSeeds offset the teacher's
+	// collection episodes and the online student's final collection.
+	DistillTeacherSeeds = 2_000_000
+	DistillStudentSeeds = 3_000_000
+	// DistillGamma discounts the recorded rewards of offline distillation
+	// data (only the value head reads them).
+	DistillGamma = DefaultGamma
+)
+
+// Presets lists the names Preset knows.
+var Presets = []string{"small", "saturate"}
+
+// Preset returns a preset's training configuration: the small preset (a
+// 96-machine synthetic cluster at load 0.9, two-hour episodes, the
+// slowdown reward relative to langevin on the same seed) or the saturate
+// preset (the FGD saturation experiment on the bundled Alibaba GPU trace,
+// a decision among the SaturateCandidates machines FGD scores best).
+// Both learn from PresetSteps decisions in batches of DefaultBatchSize at
+// PresetLR; everything else is DefaultConfig and DefaultPolicyConfig.
+func Preset(name string) (TrainConfig, error) {
+	ppo := DefaultConfig()
+	ppo.LR = PresetLR
+	pol := DefaultPolicyConfig()
+	cfg := TrainConfig{BatchSize: DefaultBatchSize, TotalSteps: PresetSteps, PPO: ppo, Policy: pol}
+	switch name {
+	case "small":
+		cfg.Env = EnvSpec{Machines: SmallMachines, Load: SmallLoad, Episode: SmallEpisode, Reward: RewardSlowdown, RewardScale: 1, Baseline: "langevin"}
+		return cfg, nil
+	case "saturate":
+		cfg.PPO.Gamma = SaturateGamma
+		cfg.Policy.Candidates, cfg.Policy.Features = SaturateCandidates, FeaturesSaturation
+		cfg.Env = EnvSpec{RewardScale: 1, Saturate: &SaturateSpec{Nodes: BundledGPUTrace, Pods: BundledGPUTrace, Tune: SaturateTune}}
+		return cfg, nil
+	}
+	return TrainConfig{}, fmt.Errorf("unknown preset %q (known: small, saturate)", name)
+}
