@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/tegrl/tegrl/env"
 )
@@ -168,8 +169,12 @@ type RunConfig struct {
 	// given (a built-in name or a policy file).
 	Scheduler     string `json:"scheduler"`
 	SchedulerSpec string `json:"scheduler_spec"`
-	RunID         string `json:"run_id"`
-	Episode       int32  `json:"episode"`
+	// SchedulerSHA256 is the SHA-256 of the policy file SchedulerSpec
+	// names, when it names one, so that a replay can tell a retrained
+	// file from the recorded one.
+	SchedulerSHA256 string `json:"scheduler_sha256,omitempty"`
+	RunID           string `json:"run_id"`
+	Episode         int32  `json:"episode"`
 
 	Seed         uint64  `json:"seed"`
 	TickS        float64 `json:"tick_s"`
@@ -229,8 +234,9 @@ func NewRunConfig(c *env.Cluster, w *env.Workload, sched env.Scheduler, cfg Reco
 	if spec == "" {
 		spec = sched.Name()
 	}
+	sum, _ := PolicyFileSHA256(spec) // "" for a built-in name
 	return RunConfig{
-		Version: RunConfigVersion, Scheduler: sched.Name(), SchedulerSpec: spec, RunID: cfg.RunID, Episode: cfg.Episode,
+		Version: RunConfigVersion, Scheduler: sched.Name(), SchedulerSpec: spec, SchedulerSHA256: sum, RunID: cfg.RunID, Episode: cfg.Episode,
 		Seed: s.Seed, TickS: or(s.Tick, d.Tick), DurationS: s.Duration, MaxTicks: orInt(s.MaxTicks, d.MaxTicks),
 		MTBFS: or(s.MTBF, d.MTBF), MTTRS: or(s.MTTR, d.MTTR), ScanLimit: orInt(s.ScanLimit, d.ScanLimit),
 		StarveAfterS: or(s.StarveAfter, d.StarveAfter), MaxRestarts: orInt(s.MaxRestarts, d.MaxRestarts),
@@ -358,4 +364,23 @@ func Record(ctx context.Context, c *env.Cluster, w *env.Workload, sched env.Sche
 		return rec.Transitions(), env.Metrics{}, fmt.Errorf("record: %w", err)
 	}
 	return rec.Transitions(), sim.Metrics(), nil
+}
+
+// PolicyFileSHA256 returns the hex SHA-256 of the policy file spec names
+// (NAME.safetensors, or a folder holding policy.safetensors), or "" with
+// no error when spec names no file (a built-in scheduler).
+func PolicyFileSHA256(spec string) (string, error) {
+	path := spec
+	if st, err := os.Stat(spec); err == nil && st.IsDir() {
+		path = filepath.Join(spec, "policy.safetensors")
+	} else if err != nil {
+		if strings.HasSuffix(spec, ".safetensors") {
+			return "", fmt.Errorf("policy file %s: %w", spec, err)
+		}
+		return "", nil
+	}
+	if _, err := os.Stat(path); err != nil {
+		return "", nil
+	}
+	return fileSHA256(path)
 }

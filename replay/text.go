@@ -4,9 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tegrl/tegrl/datasets"
 	"github.com/tegrl/tegrl/report"
 )
 
@@ -23,13 +26,41 @@ type TraceInfo struct {
 	TickS         float64 `json:"tick_s"`
 	MTBFS         float64 `json:"mtbf_s"`
 	Decisions     int64   `json:"decisions"` // -1: unknown (no run.json)
+	// PolicyChanged, when set, says that the policy file the recording
+	// names is no longer the file recorded (its SHA-256 differs, or it is
+	// gone).
+	PolicyChanged string `json:"policy_changed,omitempty"`
 }
 
 // Info describes the trace.
 func (t *Trace) Info() TraceInfo {
 	c := &t.Config
 	return TraceInfo{Dir: t.Dir, Scheduler: c.Scheduler, SchedulerSpec: c.SchedulerSpec, Seed: c.Seed, Machines: c.Machines,
-		Jobs: c.Jobs, Workload: c.Workload, DurationS: c.DurationS, TickS: c.TickS, MTBFS: c.MTBFS, Decisions: t.Rows}
+		Jobs: c.Jobs, Workload: c.Workload, DurationS: c.DurationS, TickS: c.TickS, MTBFS: c.MTBFS, Decisions: t.Rows,
+		PolicyChanged: policyChanged(c)}
+}
+
+// policyChanged compares the recorded policy file's SHA-256 with the file
+// there now.
+func policyChanged(c *datasets.RunConfig) string {
+	if c.SchedulerSHA256 == "" {
+		return ""
+	}
+	now, err := datasets.PolicyFileSHA256(c.SchedulerSpec)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the policy file %s is gone (%v)", c.SchedulerSpec, err)
+	case now != c.SchedulerSHA256:
+		return fmt.Sprintf("the policy file %s changed since the recording (SHA-256 %s, recorded %s)", c.SchedulerSpec, short(now), short(c.SchedulerSHA256))
+	}
+	return ""
+}
+
+func short(sum string) string {
+	if len(sum) > 12 {
+		return sum[:12]
+	}
+	return sum
 }
 
 // Report is what `tegrl replay` prints: the trace, the replay under the
@@ -91,10 +122,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	failures := "no failures"
 	if t.MTBFS > 0 {
-		failures = "MTBF " + report.FormatNumber(t.MTBFS) + " s"
+		failures = "MTBF " + fmtNum(t.MTBFS) + " s"
 	}
 	fmt.Fprintf(w, "trace       %s: %s, seed %d, %d machines, %d jobs (%s), %s s at %s s ticks, %s, %s\n",
-		t.Dir, t.Scheduler, t.Seed, t.Machines, t.Jobs, t.Workload, report.FormatNumber(t.DurationS), report.FormatNumber(t.TickS), failures, dec)
+		t.Dir, t.Scheduler, t.Seed, t.Machines, t.Jobs, t.Workload, fmtNum(t.DurationS), fmtNum(t.TickS), failures, dec)
 	writeRun(w, "replay", r.Replay, t)
 	if r.Other != nil {
 		writeRun(w, "other", r.Other, t)
@@ -108,7 +139,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 		for _, n := range report.MetricNames() {
-			fmt.Fprintf(tw, "%s\t%s\t\n", n, report.FormatNumber(m[n]))
+			fmt.Fprintf(tw, "%s\t%s\t\n", n, fmtNum(m[n]))
 		}
 		return tw.Flush()
 	}
@@ -140,6 +171,9 @@ func writeRun(w io.Writer, label string, res *Result, t *TraceInfo) {
 		}
 		fmt.Fprintf(w, "%-11s NO: %s\n", "reproduced", strings.Join(parts, "; "))
 	}
+	if t.PolicyChanged != "" {
+		fmt.Fprintf(w, "%-11s %s\n", "policy", t.PolicyChanged)
+	}
 }
 
 func governorText(g string) string {
@@ -169,9 +203,9 @@ func (r *Report) writeDiff(w io.Writer) error {
 		}
 		for i := range d.Differences {
 			x := &d.Differences[i]
-			tm := report.FormatNumber(x.time())
+			tm := fmtNum(x.time())
 			if x.A != nil && x.B != nil && x.A.TimeS != x.B.TimeS {
-				tm = report.FormatNumber(x.A.TimeS) + "/" + report.FormatNumber(x.B.TimeS)
+				tm = fmtNum(x.A.TimeS) + "/" + fmtNum(x.B.TimeS)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", tm, x.JobID, x.Occurrence, side(x.A), side(x.B))
 		}
@@ -190,7 +224,19 @@ func (r *Report) writeDiff(w io.Writer) error {
 		if better == "" {
 			better = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Direction, report.FormatNumber(m.A), report.FormatNumber(m.B), report.FormatNumber(m.Delta), better)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Direction, fmtNum(m.A), fmtNum(m.B), fmtNum(m.Delta), better)
 	}
 	return tw.Flush()
+}
+
+// fmtNum formats a number for people: whole numbers as such, others with
+// four significant digits (more above 1000).
+func fmtNum(v float64) string {
+	switch a := math.Abs(v); {
+	case v == math.Trunc(v) && a < 1e15:
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	case a >= 1000:
+		return strconv.FormatFloat(v, 'f', 1, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
 }
