@@ -414,7 +414,7 @@ func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) err
 	var b strings.Builder
 	head := append([]string{"rate (jobs/h)", "load", "floor"}, policies...)
 	head = append(head, "best heuristic", "best bound", "gap to floor", "gap to bound")
-	fmt.Fprintf(&b, "| %s |\n|%s|\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
+	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 	nr := len(pts) / len(policies)
 	gaps := HeadroomGaps(policies, pts)
 	for ri, g := range gaps {

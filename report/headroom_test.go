@@ -1,0 +1,97 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+func hp(pol string, rate, floor float64, avg float64, sat int) HeadroomPoint {
+	p := HeadroomPoint{Scenario: "s", Scheduler: pol, Rate: rate, Load: rate / 4, Seeds: []uint64{0}, FloorJCT: floor, SaturatedSeeds: sat}
+	if !math.IsNaN(avg) {
+		q := 2 * avg
+		p.AvgJCT, p.P99JCT = &avg, &q
+	}
+	return p
+}
+
+func TestHeadroomGapsAndSustainableRate(t *testing.T) {
+	nan := math.NaN()
+	pols := []string{"fifo", "gandiva", "srtf_oracle", LookaheadPolicy}
+	// rates 1, 2, 3; floor 10 h.
+	pts := []HeadroomPoint{
+		hp("fifo", 1, 10, 12, 0), hp("fifo", 2, 10, 16, 0), hp("fifo", 3, 10, nan, 1),
+		hp("gandiva", 1, 10, 13, 0), hp("gandiva", 2, 10, 14, 0), hp("gandiva", 3, 10, 40, 0),
+		hp("srtf_oracle", 1, 10, 11, 0), hp("srtf_oracle", 2, 10, 12, 0), hp("srtf_oracle", 3, 10, 20, 0),
+		hp(LookaheadPolicy, 1, 10, 11.5, 0), hp(LookaheadPolicy, 2, 10, 11, 0), hp(LookaheadPolicy, 3, 10, nan, 1),
+	}
+	g := HeadroomGaps(pols, pts)
+	want := []HeadroomGap{
+		{Rate: 1, Best: "fifo", BestJCT: 12, Bound: "srtf_oracle", BoundJCT: 11, GapFloor: 2, GapBound: 1},
+		{Rate: 2, Best: "gandiva", BestJCT: 14, Bound: LookaheadPolicy, BoundJCT: 11, GapFloor: 4, GapBound: 3},
+		{Rate: 3, Best: "gandiva", BestJCT: 40, Bound: "srtf_oracle", BoundJCT: 20, GapFloor: 30, GapBound: 20},
+	}
+	for i, w := range want {
+		if g[i].Best != w.Best || g[i].BestJCT != w.BestJCT || g[i].Bound != w.Bound || g[i].BoundJCT != w.BoundJCT ||
+			g[i].GapFloor != w.GapFloor || g[i].GapBound != w.GapBound {
+			t.Errorf("rate %v: %+v, want %+v", w.Rate, g[i], w)
+		}
+	}
+	// Within 1.5× the 10 h floor: fifo 12 (1) but not 16 (2); gandiva 13,
+	// 14, then 40; srtf 11, 12, then 20.
+	for i, w := range []float64{1, 2, 2, 2} {
+		if got := SustainableRate(pts[i*3 : i*3+3]); got != w {
+			t.Errorf("%s: sustainable rate %v, want %v", pols[i], got, w)
+		}
+	}
+	var b bytes.Buffer
+	if err := WriteHeadroomTable(&b, pols, pts); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| 2 | 0.50 | 10.00 | 16.00 / 32.0 / 0% |", "gandiva 14.00 | lookahead 11.00 | 4.00 | 3.00 |", "bound (0%)"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, b.String())
+		}
+	}
+}
+
+// Same seed, same bytes, on a small sample of the openb cluster.
+func TestRunHeadroomDeterministic(t *testing.T) {
+	cfg := HeadroomConfig{
+		Scenarios:   []HeadroomScenario{{Cluster: "openb", Sample: 64, Workload: "multi", Loads: []float64{0.8}}},
+		Policies:    []string{"fifo_perf", "srtf_oracle"},
+		Seeds:       []uint64{3},
+		WarmupHours: 4, MeasureJobs: 40, Workers: 2,
+	}
+	run := func() []byte {
+		pts, err := RunHeadroom(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		for _, p := range pts {
+			if err := json.NewEncoder(&b).Encode(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return b.Bytes()
+	}
+	a, b := run(), run()
+	if !bytes.Equal(a, b) {
+		t.Fatalf("two runs differ:\n%s\n%s", a, b)
+	}
+	var p HeadroomPoint
+	if err := json.Unmarshal(bytes.SplitN(a, []byte("\n"), 2)[0], &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.AvgJCT == nil || *p.AvgJCT < p.FloorJCT || math.Abs(p.Load-0.8) > 0.01 {
+		t.Fatalf("point %+v: want a finished run above its floor at load 0.8", p)
+	}
+	cfg.Scenarios[0].Cluster = "nowhere"
+	if _, err := RunHeadroom(context.Background(), cfg); err == nil {
+		t.Error("unknown cluster: no error")
+	}
+}
