@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -122,10 +120,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	failures := "no failures"
 	if t.MTBFS > 0 {
-		failures = "MTBF " + fmtNum(t.MTBFS) + " s"
+		failures = "MTBF " + report.FormatNumber(t.MTBFS) + " s"
 	}
 	fmt.Fprintf(w, "trace       %s: %s, seed %d, %d machines, %d jobs (%s), %s s at %s s ticks, %s, %s\n",
-		t.Dir, t.Scheduler, t.Seed, t.Machines, t.Jobs, t.Workload, fmtNum(t.DurationS), fmtNum(t.TickS), failures, dec)
+		t.Dir, t.Scheduler, t.Seed, t.Machines, t.Jobs, t.Workload, report.FormatNumber(t.DurationS), report.FormatNumber(t.TickS), failures, dec)
 	writeRun(w, "replay", r.Replay, t)
 	if r.Other != nil {
 		writeRun(w, "other", r.Other, t)
@@ -139,7 +137,7 @@ func (r *Report) WriteText(w io.Writer) error {
 			return err
 		}
 		for _, n := range report.MetricNames() {
-			fmt.Fprintf(tw, "%s\t%s\t\n", n, fmtNum(m[n]))
+			fmt.Fprintf(tw, "%s\t%s\t\n", n, report.FormatNumber(m[n]))
 		}
 		return tw.Flush()
 	}
@@ -203,9 +201,9 @@ func (r *Report) writeDiff(w io.Writer) error {
 		}
 		for i := range d.Differences {
 			x := &d.Differences[i]
-			tm := fmtNum(x.time())
+			tm := report.FormatNumber(x.time())
 			if x.A != nil && x.B != nil && x.A.TimeS != x.B.TimeS {
-				tm = fmtNum(x.A.TimeS) + "/" + fmtNum(x.B.TimeS)
+				tm = report.FormatNumber(x.A.TimeS) + "/" + report.FormatNumber(x.B.TimeS)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", tm, x.JobID, x.Occurrence, side(x.A), side(x.B))
 		}
@@ -224,19 +222,7 @@ func (r *Report) writeDiff(w io.Writer) error {
 		if better == "" {
 			better = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Direction, fmtNum(m.A), fmtNum(m.B), fmtNum(m.Delta), better)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.Name, m.Direction, report.FormatNumber(m.A), report.FormatNumber(m.B), report.FormatNumber(m.Delta), better)
 	}
 	return tw.Flush()
-}
-
-// fmtNum formats a number for people: whole numbers as such, others with
-// four significant digits (more above 1000).
-func fmtNum(v float64) string {
-	switch a := math.Abs(v); {
-	case v == math.Trunc(v) && a < 1e15:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case a >= 1000:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 4, 64)
 }
