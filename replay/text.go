@@ -81,8 +81,18 @@ func NewReport(t *Trace, res *Result, diff *DiffResult) *Report {
 }
 
 // Failure returns an error when a verified run did not reproduce the
-// recording, naming the first divergence or the differing metrics.
+// recording, naming the first divergence or the differing metrics, and a
+// policy file changed since the recording.
 func (r *Report) Failure() error {
+	if err := r.failure(); err != nil && r.Trace.PolicyChanged != "" {
+		return fmt.Errorf("%w; %s", err, r.Trace.PolicyChanged)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *Report) failure() error {
 	for _, res := range []*Result{r.Replay, r.Other} {
 		if res == nil || !res.Verification.Checked || res.Verification.Reproduced {
 			continue
