@@ -61,7 +61,7 @@ type HeadroomConfig struct {
 	Horizon    int
 	Candidates []string
 	// On the node-list clusters the measured jobs are the MeasureJobs
-	// (default 1000) that arrive after WarmupHours (default 48) of
+	// (default 1000) that arrive after WarmupHours (default 200) of
 	// arrivals; on the Gavel cluster, jobs 4000-4999 as in Gavel's
 	// protocol.
 	WarmupHours float64
@@ -169,7 +169,7 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 	if p.servers != nil {
 		warm, n := cfg.WarmupHours, cfg.MeasureJobs
 		if warm <= 0 {
-			warm = 48
+			warm = 200
 		}
 		if n <= 0 {
 			n = 1000

@@ -62,7 +62,7 @@ per job on a V100 / the cluster's capacity in V100s.`,
 	fl.StringVar(&f.loads, "loads", "0.6-1.4:0.2", "offered GPU loads on the openb and spot clusters")
 	fl.IntVar(&f.sample, "sample", 8, "openb and spot: keep every k-th server of each GPU model (1: the whole cluster)")
 	fl.IntVar(&f.horizon, "horizon", 16, "lookahead: rounds each candidate is tried for")
-	fl.Float64Var(&f.warmup, "warmup-h", 48, "openb and spot: hours of arrivals before the measured jobs")
+	fl.Float64Var(&f.warmup, "warmup-h", 200, "openb and spot: hours of arrivals before the measured jobs (more than the longest generated job, 167 h on a V100)")
 	fl.IntVar(&f.measure, "measure-jobs", 1000, "openb and spot: measured jobs")
 	fl.StringVar(&f.models, "gpu-models", "", "GPU model mapping (JSON; the bundled env/gpumodels.json if empty)")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
