@@ -65,8 +65,8 @@ tegrl simulate uses) and writes Arrow datasets into --out:
                      batch tasks from DIR/jobs.csv or the sibling
                      alibaba-v2018-batch/jobs.csv -> jobs.arrow (when found)
   alibaba-batch:FILE the 2018 batch task table -> jobs.arrow`,
-		Example: `  tegrl dataset convert --from alibaba-gpu:../shared/traces/alibaba-gpu-v2023 --out data/gpu
-  tegrl dataset convert --from alibaba-2018:../shared/traces/alibaba-v2018 --out data/v2018`,
+		Example: `  tegrl dataset convert --from alibaba-gpu:traces/openb --out gpu-arrow   # traces/openb holds nodes.csv and pods.csv
+  tegrl dataset convert --from alibaba-batch:jobs.csv.gz --out batch-arrow`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			src, path, ok := strings.Cut(from, ":")

@@ -84,7 +84,7 @@ in-flight requests.
 
 Schedulers: ` + fmt.Sprint(env.SchedulerNames) + `, a policy file (.safetensors or a
 training output directory), or "hot" (none until one is hot-loaded).`,
-		Example: `  tegrl serve --cluster alibaba-gpu:../shared/traces/alibaba-gpu-v2023/nodes.csv --scheduler langevin
+		Example: `  tegrl serve --cluster alibaba-gpu --scheduler langevin
   tegrl serve --cluster none --scheduler out/policy.safetensors --ab langevin --ab-share 0.1
   TEGRL_ADMIN_TOKEN=$(cat /etc/tegrl/admin.token) tegrl serve --scheduler hot --policy-dir /var/lib/tegrl/policies
   tegrl serve --listen 0.0.0.0:8443 --read-token-file /etc/tegrl/read.token --write-token-file /etc/tegrl/write.token --tls-cert tls.crt --tls-key tls.key
