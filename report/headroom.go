@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,62 @@ import (
 // zero-wait floor and from clairvoyant bounds (srtf_oracle and a lookahead
 // over the heuristics' choices), per cluster, workload and arrival rate or
 // offered GPU load. The gap is the room a learned policy can aim at.
+
+// MergeHeadroom arranges points read back from `tegrl headroom --json`
+// runs (in any order, from several runs) for WriteHeadroom: scenarios and
+// policies in order of first appearance, each scenario's rates the union
+// over its points, ascending; a (policy, rate) never run is a point
+// without seeds, shown as "-". A later point for the same scenario, policy
+// and rate replaces an earlier one.
+func MergeHeadroom(in []HeadroomPoint) (HeadroomConfig, []HeadroomPoint) {
+	var cfg HeadroomConfig
+	type key struct {
+		sc, pol string
+		rate    float64
+	}
+	got := map[key]HeadroomPoint{}
+	rates := map[string][]float64{}
+	loads := map[string]map[float64]float64{}
+	for _, p := range in {
+		if !slices.Contains(cfg.Policies, p.Scheduler) {
+			cfg.Policies = append(cfg.Policies, p.Scheduler)
+		}
+		if _, ok := rates[p.Scenario]; !ok {
+			cfg.Scenarios = append(cfg.Scenarios, HeadroomScenario{Label: p.Scenario})
+			loads[p.Scenario] = map[float64]float64{}
+		}
+		if !slices.Contains(rates[p.Scenario], p.Rate) {
+			rates[p.Scenario] = append(rates[p.Scenario], p.Rate)
+		}
+		loads[p.Scenario][p.Rate] = p.Load
+		got[key{p.Scenario, p.Scheduler, p.Rate}] = p
+	}
+	var out []HeadroomPoint
+	for _, s := range cfg.Scenarios {
+		rs := rates[s.Label]
+		slices.Sort(rs)
+		// The floor of a rate: from the first policy that finished there
+		// (a run stopped at the bound saw fewer measured jobs).
+		floor := map[float64]float64{}
+		for _, pol := range slices.Backward(cfg.Policies) {
+			for _, r := range rs {
+				if p, ok := got[key{s.Label, pol, r}]; ok && (p.SaturatedSeeds == 0 || floor[r] == 0) {
+					floor[r] = p.FloorJCT
+				}
+			}
+		}
+		for _, pol := range cfg.Policies {
+			for _, r := range rs {
+				p, ok := got[key{s.Label, pol, r}]
+				if !ok {
+					p = HeadroomPoint{Scenario: s.Label, Scheduler: pol, Rate: r, Load: loads[s.Label][r], FloorJCT: floor[r]}
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return cfg, out
+}
 
 // LookaheadPolicy is the name of the clairvoyant lookahead in a headroom
 // sweep's policy list.
@@ -40,10 +97,16 @@ type HeadroomScenario struct {
 	Workload string
 	Rates    []float64 // jobs per hour; when empty, Loads are converted
 	Loads    []float64 // offered GPU loads
+	// Label, when set, is the scenario's name (points read back from
+	// JSON).
+	Label string
 }
 
-// Name is "cluster/workload".
+// Name is "cluster-workload" ("cluster/k-workload" for a sample).
 func (s HeadroomScenario) Name() string {
+	if s.Label != "" {
+		return s.Label
+	}
 	c := s.Cluster
 	if s.Sample > 1 {
 		c += fmt.Sprintf("/%d", s.Sample)
@@ -341,6 +404,9 @@ func within(p HeadroomPoint, factor float64) bool {
 func SustainableRate(pts []HeadroomPoint) float64 {
 	best := 0.0
 	for _, p := range pts {
+		if len(p.Seeds) == 0 {
+			continue // not run
+		}
 		if !within(p, 1.5) {
 			break
 		}
@@ -368,10 +434,14 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 	out := make([]HeadroomGap, nr)
 	for ri := range out {
 		g := HeadroomGap{Rate: pts[ri].Rate, Load: pts[ri].Load, Floor: pts[ri].FloorJCT, BestJCT: math.NaN(), BoundJCT: math.NaN()}
+		floorSet := false
 		for pi, pol := range policies {
 			p := pts[pi*nr+ri]
 			if p.AvgJCT == nil || p.SaturatedSeeds > 0 {
 				continue
+			}
+			if !floorSet { // a run stopped at the bound saw fewer measured jobs
+				g.Floor, floorSet = p.FloorJCT, true
 			}
 			v := *p.AvgJCT
 			if clairvoyant(pol) {
@@ -389,6 +459,9 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 }
 
 func hCell(p HeadroomPoint) string {
+	if len(p.Seeds) == 0 {
+		return "-" // not run
+	}
 	if p.AvgJCT == nil || p.SaturatedSeeds == len(p.Seeds) {
 		return fmt.Sprintf("bound (%.0f%%)", 100*p.Utilisation)
 	}

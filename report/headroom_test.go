@@ -95,3 +95,30 @@ func TestRunHeadroomDeterministic(t *testing.T) {
 		t.Error("unknown cluster: no error")
 	}
 }
+
+func TestMergeHeadroom(t *testing.T) {
+	nan := math.NaN()
+	in := []HeadroomPoint{
+		hp("fifo", 2, 10, 16, 0), hp("fifo", 1, 10, 12, 0),
+		hp(LookaheadPolicy, 2, 10, 11, 0),
+		hp("fifo", 3, 9, nan, 1), hp("srtf_oracle", 3, 10, 20, 0),
+	}
+	cfg, pts := MergeHeadroom(in)
+	if len(cfg.Scenarios) != 1 || cfg.Scenarios[0].Name() != "s" || strings.Join(cfg.Policies, ",") != "fifo,lookahead,srtf_oracle" {
+		t.Fatalf("scenarios %v policies %v", cfg.Scenarios, cfg.Policies)
+	}
+	if len(pts) != 9 {
+		t.Fatalf("%d points, want 3 policies × 3 rates", len(pts))
+	}
+	// Lookahead at rate 1 was never run; rate 3's floor comes from
+	// srtf_oracle, which finished, not from fifo's bounded run.
+	if p := pts[3]; p.Scheduler != LookaheadPolicy || p.Rate != 1 || len(p.Seeds) != 0 || hCell(p) != "-" {
+		t.Fatalf("missing point %+v", p)
+	}
+	if g := HeadroomGaps(cfg.Policies, pts); g[2].Floor != 10 || g[1].Bound != LookaheadPolicy || g[1].GapBound != 5 {
+		t.Fatalf("gaps %+v", g)
+	}
+	if got := SustainableRate(pts[3:6]); got != 2 {
+		t.Fatalf("lookahead sustainable rate %v, want 2 (rate 1 not run)", got)
+	}
+}

@@ -19,10 +19,10 @@ import (
 func init() { addCommand(newHeadroomCmd) }
 
 type headroomFlags struct {
-	scenarios, schedulers, seeds, gavelRates, gavelMultiRates, loads, models, outMD string
-	sample, horizon, measure, workers                                               int
-	warmup                                                                          float64
-	json                                                                            bool
+	scenarios, schedulers, seeds, gavelRates, gavelMultiRates, loads, models, outMD, fromJSON string
+	sample, horizon, measure, workers                                                         int
+	warmup                                                                                    float64
+	json                                                                                      bool
 }
 
 func newHeadroomCmd(a *app) *cobra.Command {
@@ -68,6 +68,7 @@ per job on a V100 / the cluster's capacity in V100s.`,
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
 	fl.BoolVar(&f.json, "json", false, "write one JSON object per scenario, policy and rate to stdout instead of the tables")
 	fl.StringVar(&f.outMD, "out-md", "", "also write the Markdown tables and the command line to this file")
+	fl.StringVar(&f.fromJSON, "from-json", "", "run nothing: merge the points of earlier --json runs (comma-separated files) into the tables")
 	return cmd
 }
 
@@ -118,7 +119,35 @@ func headroomConfig(f *headroomFlags) (report.HeadroomConfig, error) {
 	return c, nil
 }
 
+// headroomFromJSON reads the points of earlier --json runs.
+func headroomFromJSON(files string) (report.HeadroomConfig, []report.HeadroomPoint, error) {
+	var pts []report.HeadroomPoint
+	for _, name := range strings.Split(files, ",") {
+		b, err := os.ReadFile(strings.TrimSpace(name))
+		if err != nil {
+			return report.HeadroomConfig{}, nil, fmt.Errorf("--from-json: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		for dec.More() {
+			var p report.HeadroomPoint
+			if err := dec.Decode(&p); err != nil {
+				return report.HeadroomConfig{}, nil, fmt.Errorf("--from-json %s: %w", name, err)
+			}
+			pts = append(pts, p)
+		}
+	}
+	cfg, pts := report.MergeHeadroom(pts)
+	return cfg, pts, nil
+}
+
 func runHeadroom(cmd *cobra.Command, a *app, f *headroomFlags) error {
+	if f.fromJSON != "" {
+		cfg, pts, err := headroomFromJSON(f.fromJSON)
+		if err != nil {
+			return err
+		}
+		return writeHeadroom(cmd, a, f, cfg, pts)
+	}
 	cfg, err := headroomConfig(f)
 	if err != nil {
 		return err
@@ -136,6 +165,10 @@ func runHeadroom(cmd *cobra.Command, a *app, f *headroomFlags) error {
 		return err
 	}
 	a.log.Info("headroom done", "points", len(pts), "workers", cfg.Workers, "took", time.Since(start).Round(time.Second))
+	return writeHeadroom(cmd, a, f, cfg, pts)
+}
+
+func writeHeadroom(cmd *cobra.Command, a *app, f *headroomFlags, cfg report.HeadroomConfig, pts []report.HeadroomPoint) error {
 	if f.outMD != "" {
 		var b bytes.Buffer
 		fmt.Fprintf(&b, "```\n%s\n```\n", report.CommandLine(a.argv))
