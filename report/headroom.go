@@ -242,6 +242,13 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 		rc.MeasureTo = rc.MeasureFrom + n
 		rc.MaxActive = max(4000, 4*p.cluster.TotalGPUs())
 	}
+	if rc.MeasureTo == 0 {
+		rc.MeasureFrom, rc.MeasureTo = 4000, 5000
+	}
+	// A run whose measured jobs are not done 500 h after the last one
+	// arrived (three times the longest generated job on a V100) is above
+	// capacity for that policy: stop it at the bound.
+	rc.MaxSeconds = (float64(rc.MeasureTo)/rate + 500) * 3600
 	var sim *env.RoundSim
 	var res env.RoundResult
 	if policy == LookaheadPolicy {
