@@ -3,6 +3,7 @@ package datasets
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -33,6 +34,11 @@ type Recorder struct {
 	err     error
 	runID   string
 	episode int32
+	cut     env.Tensors // r.t with its job rows cut to MaxJobRows
+	cutBuf  [env.NumRelations]env.Edges
+	// maxBytes caps the rows' bytes (TransitionsWriter.Bytes); 0: no cap.
+	// last is the size of the last row written, the estimate of the next.
+	maxBytes, last int64
 }
 
 // Behaviour is implemented by a learned scheduler that can say, after
@@ -75,9 +81,49 @@ func (r *Recorder) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 		r.open.BehaviourLogp, r.open.Value, r.open.PolicyVersion = b.LastBehaviour()
 	}
 	viewTensors(&r.open.Obs, &r.t)
+	if r.t.Jobs > MaxJobRows {
+		cutJobRows(&r.cut, &r.t, MaxJobRows, &r.cutBuf)
+		viewTensors(&r.open.Obs, &r.cut)
+	}
 	r.has = true
 	r.step++
 	return a
+}
+
+// MaxJobRows bounds the job rows of a recorded observation: the pending
+// job's row (row 0) and the running jobs' rows after it, in the
+// observation's order (by machine index), of which rows from MaxJobRows
+// on are left out with their runs-on edges. Every other part of a row
+// grows with the cluster only, so a row is bounded by the cluster's size
+// however many jobs pile up (a cluster without GPUs under GPU jobs).
+// obs_jobs holds the count recorded, so a reader sees a consistent
+// observation of MaxJobRows jobs.
+const MaxJobRows = 512
+
+// cutJobRows sets dst to src with only its first k job rows: the job
+// features and IDs are views of src's, the edges that touch a job are
+// copied into buf without those of the rows left out.
+func cutJobRows(dst, src *env.Tensors, k int, buf *[env.NumRelations]env.Edges) {
+	viewTensors(dst, src)
+	dst.Jobs = k
+	dst.Job, dst.JobID = src.Job[:k*env.JobFeatures], src.JobID[:k]
+	for r := env.Relation(0); r < env.NumRelations; r++ {
+		na, nb := r.Nodes()
+		if na != env.NodeJob && nb != env.NodeJob {
+			continue
+		}
+		se, de := &src.Edges[r], &buf[r]
+		de.Src, de.Dst, de.Feat = de.Src[:0], de.Dst[:0], de.Feat[:0]
+		f := env.EdgeFeatures(r)
+		for i := range se.Src {
+			if na == env.NodeJob && int(se.Src[i]) >= k || nb == env.NodeJob && int(se.Dst[i]) >= k {
+				continue
+			}
+			de.Src, de.Dst = append(de.Src, se.Src[i]), append(de.Dst, se.Dst[i])
+			de.Feat = append(de.Feat, se.Feat[i*f:(i+1)*f]...)
+		}
+		dst.Edges[r] = *de
+	}
 }
 
 // AddReward adds the reward of ticks after the last decision to it;
@@ -98,11 +144,24 @@ func (r *Recorder) flush() {
 	if !r.has || r.err != nil {
 		return
 	}
+	before := r.w.Bytes()
+	if r.maxBytes > 0 && before+r.last > r.maxBytes {
+		// The row that would cross the cap is not written: the file
+		// ends on the last whole row under it.
+		r.err = fmt.Errorf("%w of %d bytes after %d transitions (%d bytes of rows)", ErrMaxBytes, r.maxBytes, r.w.Rows(), before)
+		return
+	}
 	r.has = false
 	if err := r.w.Append(&r.open); err != nil {
 		r.err = err
 	}
+	r.last = r.w.Bytes() - before
 }
+
+// ErrMaxBytes is the error of a recording stopped at its size cap
+// (RecordConfig.MaxBytes). The transitions written until then form a
+// valid file.
+var ErrMaxBytes = errors.New("stopped at the size cap")
 
 // Finish marks the last transition done and writes it.
 func (r *Recorder) Finish() error {
@@ -134,6 +193,11 @@ type RecordConfig struct {
 	// Progress, when set, is called after every step with the simulated
 	// time.
 	Progress func(now float64)
+	// MaxBytes caps the transitions' size (TransitionsWriter.Bytes, within
+	// one row and the file's few kilobytes of framing): the recording
+	// stops with ErrMaxBytes before the row that would cross it. 0: no
+	// cap.
+	MaxBytes int64
 }
 
 // RecordResult is what Record reports.
@@ -262,6 +326,11 @@ type RunSummary struct {
 // metrics), so that package replay can run it again and check the
 // result. The files are written under .partial names and renamed when
 // complete.
+//
+// A recording stopped early, by ctx (a signal) or at cfg.MaxBytes, still
+// closes transitions.arrow as a valid file holding every row written
+// until the stop, and returns the error with the result so far; it
+// writes no run.json, since a partial run cannot be replayed.
 func RecordRun(ctx context.Context, dir string, c *env.Cluster, w *env.Workload, sched env.Scheduler, cfg RecordConfig) (RecordResult, error) {
 	res := RecordResult{Jobs: len(w.Jobs), Machines: len(c.Machines)}
 	run := NewRunConfig(c, w, sched, cfg)
@@ -300,8 +369,12 @@ func RecordRun(ctx context.Context, dir string, c *env.Cluster, w *env.Workload,
 	}
 	n, m, err := Record(ctx, c, w, sched, cfg, tw)
 	if err != nil {
-		tw.Close()
-		return res, err
+		stopped := errors.Is(err, ErrMaxBytes) || ctx.Err() != nil
+		if cerr := tw.Close(); cerr != nil || !stopped {
+			return res, errors.Join(err, cerr)
+		}
+		res.Transitions, res.Files = tw.Rows(), []string{mpath, jpath, tpath}
+		return res, fmt.Errorf("%w: %s holds %d whole transitions; no %s (a partial run cannot be replayed)", err, tpath, res.Transitions, RunFile)
 	}
 	if err := tw.Close(); err != nil {
 		return res, err
@@ -337,16 +410,23 @@ func writeRunSummary(path string, s *RunSummary) error {
 // env.Sim.Accrued, so ticks that the simulator skips while idle count too.
 func Record(ctx context.Context, c *env.Cluster, w *env.Workload, sched env.Scheduler, cfg RecordConfig, out *TransitionsWriter) (int64, env.Metrics, error) {
 	rec := NewRecorder(sched, out, cfg.RunID, cfg.Episode)
+	rec.maxBytes = cfg.MaxBytes
 	sim, err := env.NewSim(c, w, rec, cfg.Sim)
 	if err != nil {
 		return 0, env.Metrics{}, fmt.Errorf("record: %w", err)
 	}
 	prev := sim.Accrued()
-	for steps := 0; !sim.Done(); steps++ {
-		if steps%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return rec.Transitions(), env.Metrics{}, fmt.Errorf("record: stopped at t=%.0f s: %w", sim.Now(), err)
-			}
+	done := ctx.Done()
+	for !sim.Done() {
+		// Checked at every step (a tick: milliseconds), so that a signal
+		// closes the file promptly.
+		select {
+		case <-done:
+			// The open transition is whole up to here: keep it (not
+			// done: the episode did not end).
+			rec.flush()
+			return rec.Transitions(), env.Metrics{}, fmt.Errorf("record: stopped at t=%.0f s: %w", sim.Now(), ctx.Err())
+		default:
 		}
 		sim.Step()
 		a := sim.Accrued()

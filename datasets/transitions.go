@@ -378,6 +378,7 @@ type TransitionsWriter struct {
 	mask    *array.BooleanBuilder
 	done    *array.BooleanBuilder
 	version *array.Uint64Builder
+	bytes   int64 // approximate bytes of the rows appended
 }
 
 func transitionsSchema(opt *WriterOptions) *arrow.Schema {
@@ -496,11 +497,18 @@ func (w *TransitionsWriter) Append(t *Transition) error {
 	w.f32[tcLogp].Append(t.BehaviourLogp)
 	w.f32[tcValue].Append(t.Value)
 	w.version.Append(t.PolicyVersion)
-	return w.bw.endRow(n + len(t.RunID) + 200)
+	n += len(t.RunID) + 200
+	w.bytes += int64(n)
+	return w.bw.endRow(n)
 }
 
 // Rows is the number of transitions appended so far.
 func (w *TransitionsWriter) Rows() int64 { return w.bw.total }
+
+// Bytes is the approximate size of the rows appended so far: their
+// values' bytes plus a fixed 200 a row for the scalars and offsets. The
+// file adds its schema, batch headers and footer (a few kilobytes).
+func (w *TransitionsWriter) Bytes() int64 { return w.bytes }
 
 // Close flushes the last batch and writes the footer.
 func (w *TransitionsWriter) Close() error { return w.bw.close() }
