@@ -2,6 +2,7 @@ package serve
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -87,6 +88,10 @@ type Config struct {
 	WatchInterval time.Duration
 	// NATS hot-loads policy versions from a JetStream object store.
 	NATS NATSConfig
+	// TrustKey, when set, is the learner's public key (tegrl train's
+	// DIR/signing.pub): every policy must carry a signature by it (a
+	// policy file its sidecar NAME.sig) or is refused (checkTrust).
+	TrustKey ed25519.PublicKey
 	// Logger receives the service's log (default: discard).
 	Logger *slog.Logger
 }
@@ -367,6 +372,11 @@ func (s *Service) LoadContext(ctx context.Context, armName, name, source string,
 		}
 	}
 	start := time.Now()
+	if err := checkTrust(s.cfg.TrustKey, candidate{name: name, source: source, payload: payload}, nil, s.cfg.MaxPolicyBytes); err != nil {
+		s.refuse(a.cfg.Name, source, name, reasonSignature, err, time.Since(start))
+		s.met.loadTime.WithLabelValues("refused").Observe(time.Since(start).Seconds())
+		return nil, fmt.Errorf("policy %s from %s refused: %w", name, source, err)
+	}
 	p, err := s.canary.validate(candidate{name: name, source: source, payload: payload, sha256: sha}, s.cfg.MaxPolicyBytes)
 	if err != nil {
 		reason := reasonPolicy
