@@ -129,9 +129,14 @@ type HeadroomConfig struct {
 	// protocol.
 	WarmupHours float64
 	MeasureJobs int
-	Models      *env.GPUModels // GPU model mapping; the bundled one if nil
-	Workers     int
-	OnRun       func(scenario, policy string, rate float64, seed uint64, r env.RoundResult, took time.Duration)
+	// GraceHours: a run whose measured jobs are not all done this long
+	// after the last of them arrived stops at the bound (default 500,
+	// three times the longest generated job on a V100; negative: no time
+	// bound, as in Gavel's protocol).
+	GraceHours float64
+	Models     *env.GPUModels // GPU model mapping; the bundled one if nil
+	Workers    int
+	OnRun      func(scenario, policy string, rate float64, seed uint64, r env.RoundResult, took time.Duration)
 }
 
 // HeadroomPoint is one (scenario, policy, rate) over the seeds; its JSON
@@ -245,10 +250,15 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 	if rc.MeasureTo == 0 {
 		rc.MeasureFrom, rc.MeasureTo = 4000, 5000
 	}
-	// A run whose measured jobs are not done 500 h after the last one
-	// arrived (three times the longest generated job on a V100) is above
-	// capacity for that policy: stop it at the bound.
-	rc.MaxSeconds = (float64(rc.MeasureTo)/rate + 500) * 3600
+	// A run whose measured jobs are not done GraceHours after the last one
+	// arrived is above capacity for that policy: stop it at the bound.
+	grace := cfg.GraceHours
+	if grace == 0 {
+		grace = 500
+	}
+	if grace > 0 {
+		rc.MaxSeconds = (float64(rc.MeasureTo)/rate + grace) * 3600
+	}
 	var sim *env.RoundSim
 	var res env.RoundResult
 	if policy == LookaheadPolicy {

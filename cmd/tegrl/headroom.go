@@ -21,7 +21,7 @@ func init() { addCommand(newHeadroomCmd) }
 type headroomFlags struct {
 	scenarios, schedulers, seeds, gavelRates, gavelMultiRates, loads, models, outMD, fromJSON string
 	sample, horizon, measure, workers                                                         int
-	warmup                                                                                    float64
+	warmup, grace                                                                             float64
 	json                                                                                      bool
 }
 
@@ -64,6 +64,7 @@ per job on a V100 / the cluster's capacity in V100s.`,
 	fl.IntVar(&f.horizon, "horizon", 16, "lookahead: rounds each candidate is tried for")
 	fl.Float64Var(&f.warmup, "warmup-h", 200, "openb and spot: hours of arrivals before the measured jobs (more than the longest generated job, 167 h on a V100)")
 	fl.IntVar(&f.measure, "measure-jobs", 1000, "openb and spot: measured jobs")
+	fl.Float64Var(&f.grace, "grace-h", 500, "stop a run at the bound when its measured jobs are not done this many hours after the last arrived (negative: no time bound)")
 	fl.StringVar(&f.models, "gpu-models", "", "GPU model mapping (JSON; the bundled env/gpumodels.json if empty)")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
 	fl.BoolVar(&f.json, "json", false, "write one JSON object per scenario, policy and rate to stdout instead of the tables")
@@ -73,7 +74,7 @@ per job on a V100 / the cluster's capacity in V100s.`,
 }
 
 func headroomConfig(f *headroomFlags) (report.HeadroomConfig, error) {
-	c := report.HeadroomConfig{Horizon: f.horizon, WarmupHours: f.warmup, MeasureJobs: f.measure, Workers: f.workers}
+	c := report.HeadroomConfig{Horizon: f.horizon, WarmupHours: f.warmup, MeasureJobs: f.measure, Workers: f.workers, GraceHours: f.grace}
 	if c.Workers <= 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
