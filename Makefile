@@ -7,7 +7,7 @@ FUZZTIME ?= 30s
 # bundled in data/ (tegrl dataset fetch downloads the full trace).
 TRACES   ?= alibaba-gpu
 
-.PHONY: all build test check-long fuzz bench vet fmt-check demo clean
+.PHONY: all build test check-long fuzz e2e-kube bench vet fmt-check demo clean
 
 all: vet test build
 
@@ -24,11 +24,18 @@ test:
 
 ## check-long: all tests without -short, then the exhaustive kernel checks
 ## (every float32 input; without the race detector, which only slows them),
-## then every fuzzer for $(FUZZTIME)
+## then every fuzzer for $(FUZZTIME), then the Kubernetes end-to-end check
 check-long:
 	$(GO) test -race -timeout 60m ./...
 	$(GO) test -run 'TestTanhZ' ./nn
 	$(MAKE) fuzz
+	$(MAKE) e2e-kube
+
+## e2e-kube: tegrl serve as kube-scheduler's extender (filter, prioritize,
+## bind) against etcd, kube-apiserver and kube-scheduler built from
+## k8s.io/kubernetes, all on 127.0.0.1: 50 nodes, 200 pods (docs/kubernetes.md)
+e2e-kube:
+	GO=$(GO) scripts/e2e-kube.sh
 
 ## fuzz: run each Fuzz* function of every package for $(FUZZTIME)
 fuzz:

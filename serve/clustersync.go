@@ -23,7 +23,7 @@ import (
 //
 //	tegrl.io/gpu-model      the GPU model (matched against tegrl.io/gpu-models of pods)
 //	nvidia.com/gpu.product  the GPU model as NVIDIA's GPU feature discovery labels it (used without tegrl.io/gpu-model)
-//	tegrl.io/rack           the rack (switch and power budget); unlabelled nodes fill default racks of 20 in name order
+//	tegrl.io/rack           the rack (switch; no power budget: racks from the cluster are uncapped); unlabelled nodes fill default racks of 20 in name order
 //
 // A pod with spec.nodeName set that has not succeeded or failed is a
 // running job on that node, keyed namespace/name, with the resources
@@ -507,6 +507,13 @@ func (s *Service) kubeRebuild() {
 	c, err := env.NewCluster(specs)
 	var m *model
 	if err == nil {
+		// A Kubernetes node declares no rack power budget: NewCluster's
+		// default (a share of the machines' peak) would have the safety
+		// layer refuse pods that fit the nodes' allocatable, which
+		// kube-scheduler admits. Racks from the cluster are uncapped.
+		for r := range c.Racks {
+			c.Racks[r].PowerBudgetW = 0
+		}
 		m, err = s.newModel(c)
 	}
 	if err != nil {

@@ -26,6 +26,7 @@ type serveFlags struct {
 	writeTokenFile  string
 	adminTokenFile  string
 	natsTokenFile   string
+	trustKey        string
 	tlsCert         string
 	tlsKey          string
 	clientCA        string
@@ -43,6 +44,7 @@ type serveFlags struct {
 	requestTimeout  time.Duration
 	shutdownTimeout time.Duration
 	safety          string
+	kube            kubeFlags
 }
 
 func init() { addCommand(newServeCmd) }
@@ -120,15 +122,20 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 	fl.StringVar(&f.natsTokenFile, "nats-token-file", "", "file holding the NATS token (default: $TEGRL_NATS_TOKEN)")
 	fl.StringVar(&f.natsBucket, "policy-bucket", "tegrl-policies", "JetStream object store bucket of policy files (created if missing)")
 	fl.StringVar(&f.natsArm, "nats-arm", "a", "arm that the NATS bucket loads into")
+	fl.StringVar(&f.trustKey, "trust-key", "", "the learner's public key (tegrl train's DIR/signing.pub): refuse policies without a signature by it (FILE.sig beside a policy file) (default: the file $TEGRL_TRUST_KEY names)")
 	fl.Int64Var(&f.maxBody, "max-body", 32<<20, "largest JSON request body in bytes")
 	fl.Int64Var(&f.maxPolicy, "max-policy-bytes", 256<<20, "largest policy file in bytes")
 	fl.DurationVar(&f.requestTimeout, "request-timeout", 10*time.Second, "bound on one request's handling")
 	fl.DurationVar(&f.shutdownTimeout, "shutdown-timeout", 15*time.Second, "bound on draining in-flight requests at shutdown")
 	fl.StringVar(&f.safety, "safety", "on", "safety layer (memory and rack power barrier) in the model's admission filter: on or off")
+	addKubeFlags(fl, &f.kube)
 	return cmd
 }
 
 func runServe(cmd *cobra.Command, a *app, f *serveFlags) error {
+	if err := kubeCluster(cmd, &f.kube, &f.cluster); err != nil {
+		return err
+	}
 	cfg, err := serveConfig(a, f)
 	if err != nil {
 		return err
@@ -151,6 +158,12 @@ func runServe(cmd *cobra.Command, a *app, f *serveFlags) error {
 	if cfg.TLS != nil {
 		scheme = "https"
 	}
+	stopKube, err := startKube(cmd.Context(), a, &f.kube, svc)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopKube()
 	fmt.Fprintf(a.stdout, "%s://%s\n", scheme, ln.Addr())
 	return svc.Serve(cmd.Context(), ln)
 }
@@ -192,6 +205,11 @@ func serveConfig(a *app, f *serveFlags) (serve.Config, error) {
 	if err := serveSecrets(f, &cfg); err != nil {
 		return cfg, err
 	}
+	key, err := trustKeyFrom(f.trustKey)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.TrustKey = key
 	if f.ab != "" {
 		cfg.Arms[0].Weight = 1 - f.abShare
 		cfg.Arms = append(cfg.Arms, serve.ArmConfig{Name: "b", Spec: f.ab, Weight: f.abShare})

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tegrl/tegrl/serve"
+	"github.com/tegrl/tegrl/serve/kube"
+)
+
+// kubeFlags are the flags of `tegrl serve` that connect it to a
+// Kubernetes API server.
+type kubeFlags struct {
+	kubeconfig string
+	resync     time.Duration
+}
+
+func addKubeFlags(fl *pflag.FlagSet, f *kubeFlags) {
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", `keep the model equal to a Kubernetes cluster (informers on nodes and pods) and bind pods for the extender's bind verb: a kubeconfig path, or "`+kube.InCluster+`" for the pod's service account; the cluster's nodes define the machines (--cluster must stay unset)`)
+	fl.DurationVar(&f.resync, "kube-resync", kube.DefaultResync, "with --kubeconfig: period of the full re-sync of the model from the informers' caches")
+}
+
+// kubeCluster checks the flags of --kubeconfig mode: the cluster comes
+// from the API server, so --cluster becomes none.
+func kubeCluster(cmd *cobra.Command, f *kubeFlags, cluster *string) error {
+	if f.kubeconfig == "" {
+		return nil
+	}
+	if cmd.Flags().Changed("cluster") && *cluster != "none" {
+		return fmt.Errorf("--cluster %s with --kubeconfig: the cluster's nodes define the machines", *cluster)
+	}
+	if !(f.resync > 0) {
+		return fmt.Errorf("--kube-resync %v: want > 0", f.resync)
+	}
+	*cluster = "none"
+	return nil
+}
+
+// startKube starts the cluster sync of --kubeconfig mode until ctx ends;
+// the function it returns stops it and waits.
+func startKube(ctx context.Context, a *app, f *kubeFlags, svc *serve.Service) (func(), error) {
+	if f.kubeconfig == "" {
+		return func() {}, nil
+	}
+	ks, err := kube.Connect(svc, f.kubeconfig, kube.Options{Resync: f.resync, Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := ks.Run(ctx); err != nil {
+			a.log.Error("serve: cluster sync stopped", "err", err)
+		}
+	}()
+	a.log.Info("serve: syncing the model with the Kubernetes cluster", "kubeconfig", f.kubeconfig, "resync", f.resync)
+	return func() {
+		cancel()
+		<-done
+	}, nil
+}
