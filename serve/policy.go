@@ -247,6 +247,10 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 	if err != nil {
 		return nil, &refusal{reasonPolicy, err}
 	}
+	// Arms schedule a cluster: a saturation-experiment policy is refused.
+	if err := rl.FitOf(cfg, f.Metadata).Check(rl.EnvCluster, 0, nil); err != nil {
+		return nil, &refusal{reasonPolicy, err}
+	}
 	weights := 0
 	for i := range f.Tensors {
 		n := 1

@@ -242,6 +242,9 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := rl.CheckSchedulerFit(f.scheduler, rl.EnvCluster, len(c.Machines), a.log); err != nil {
+		return err
+	}
 	teg, err := f.teg.tegFor(sched)
 	if err != nil {
 		return err

@@ -237,6 +237,9 @@ func saturationSchedulers(spec string) ([]string, func(string) (env.Scheduler, e
 			continue
 		}
 		mk, err := rl.SchedulerFactory(name)
+		if err == nil {
+			err = rl.CheckSchedulerFit(name, rl.EnvSaturate, 0, nil)
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("scheduler list %q: %w", spec, err)
 		}

@@ -242,6 +242,11 @@ func runSimulate(a *app, f *simulateFlags) error {
 	if err != nil {
 		return err
 	}
+	for _, name := range names {
+		if err := rl.CheckSchedulerFit(name, rl.EnvCluster, len(c.Machines), a.log); err != nil {
+			return err
+		}
+	}
 	a.log.Info("simulate", "cluster", f.cluster, "machines", len(c.Machines), "gpus", c.TotalGPUs(),
 		"workload", w.Name, "jobs", len(w.Jobs), "schedulers", strings.Join(names, ","), "duration_s", cfg.Duration)
 

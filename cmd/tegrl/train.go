@@ -302,8 +302,14 @@ func runTrain(ctx context.Context, a *app, f *trainFlags, cmd *cobra.Command) er
 	}
 	wall := time.Since(start).Seconds()
 	l := res.Learner
-	payload, err := l.Pol.EncodeParams(map[string]string{"tegrl.run": cfg.RunID, "tegrl.version": strconv.FormatUint(l.Version(), 10),
-		"tegrl.steps": strconv.FormatUint(res.Log[len(res.Log)-1].Steps, 10), "tegrl.preset": f.preset})
+	meta := map[string]string{"tegrl.run": cfg.RunID, "tegrl.version": strconv.FormatUint(l.Version(), 10),
+		"tegrl.steps": strconv.FormatUint(res.Log[len(res.Log)-1].Steps, 10), "tegrl.preset": f.preset}
+	// The training scale, where the preset does not say it (so that the
+	// presets' files stay byte-identical): rl.FitOf reads it.
+	if cfg.Env.Saturate == nil && cfg.Env.Machines > 0 && (f.preset != "small" || cfg.Env.Machines != rl.SmallMachines) {
+		meta[rl.MetaMachines] = strconv.Itoa(cfg.Env.Machines)
+	}
+	payload, err := l.Pol.EncodeParams(meta)
 	if err != nil {
 		return err
 	}
