@@ -110,6 +110,9 @@ ci_high, direction, verdict), reference and setup.`,
 // contender resolves a scheduler spec with rl.SchedulerFactory.
 func contender(flag, spec string) (report.Contender, error) {
 	mk, err := rl.SchedulerFactory(spec)
+	if err == nil {
+		err = rl.CheckSchedulerFit(spec, rl.EnvCluster, 0, nil) // ab runs cluster simulations
+	}
 	if err != nil {
 		return report.Contender{}, fmt.Errorf("--%s: %w", flag, err)
 	}
@@ -205,6 +208,9 @@ func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
 		if r.Name != f.a && r.Name != f.b {
 			runs += len(seeds)
 		}
+	}
+	for _, spec := range []string{f.a, f.b} {
+		_ = rl.CheckSchedulerFit(spec, rl.EnvCluster, len(c.Machines), a.log) // the scale warning; the environment is checked above
 	}
 	a.log.Info("ab", "a", f.a, "b", f.b, "ref", f.ref, "seeds", report.FormatSeeds(seeds), "cluster", f.cluster,
 		"machines", len(c.Machines), "gpus", c.TotalGPUs(), "workload", f.workload, "duration_s", sim.Duration, "runs", runs)

@@ -6,7 +6,7 @@ import (
 )
 
 // TestPolicyFitRefused: a cluster policy given to saturate and the
-// saturation policy given to simulate or dataset record are refused with
+// saturation policy given to simulate, ab or dataset record are refused with
 // the environment named, before anything runs.
 func TestPolicyFitRefused(t *testing.T) {
 	nodes, pods := writeTrace(t)
@@ -16,6 +16,7 @@ func TestPolicyFitRefused(t *testing.T) {
 	}{
 		{[]string{"saturate", "--nodes", nodes, "--pods", pods, "--scheduler", "../../docs/policies/small.safetensors", "--seeds", "1"}, "cannot schedule the saturation experiment"},
 		{[]string{"simulate", "--scheduler", "../../docs/policies/saturate.safetensors", "--machines", "20", "--duration", "60"}, "cannot schedule the cluster simulation"},
+		{[]string{"ab", "--a", "fgd", "--b", "../../docs/policies/saturate.safetensors", "--machines", "20", "--seeds", "1-2"}, "cannot schedule the cluster simulation"},
 		{[]string{"dataset", "record", "--scheduler", "../../docs/policies/saturate.safetensors", "--machines", "20", "--duration", "60", "--out", t.TempDir()}, "cannot schedule the cluster simulation"},
 	} {
 		_, stderr, err := run(t, append(c.args, "--log-level", "warn")...)
