@@ -140,7 +140,7 @@ pids+=($!)
 wait_http etcd "http://127.0.0.1:$ETCD_PORT/health"
 
 log "starting kube-apiserver $kver on 127.0.0.1:$API_PORT"
-"$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 \
+"$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
 	--secure-port "$API_PORT" --tls-cert-file "$W/api.crt" --tls-private-key-file "$W/api.key" \
 	--token-auth-file "$W/tokens.csv" --authorization-mode RBAC --anonymous-auth=false \
 	--service-account-key-file "$W/sa.pub" --service-account-signing-key-file "$W/sa.key" \
