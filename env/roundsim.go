@@ -214,31 +214,14 @@ func NewRoundSim(c *GPUCluster, pol AllocationPolicy, src JobSource, cfg RoundCo
 // servers, and orders the types fastest first by mean throughput.
 func (s *RoundSim) layout() {
 	c := s.c
-	srv := 0
-	s.servers = make([][][]int, s.nt)
-	s.cursor = make([][]int, s.nt)
+	sizes := make([][]int, s.nt)
 	for i := range c.Types {
 		per := c.GPUsPerServer[i]
 		for k := 0; k < c.Capacity[i]/per; k++ {
-			ids := make([]int, per)
-			for g := range ids {
-				ids[g] = len(s.workerSrv)
-				s.workerSrv = append(s.workerSrv, srv)
-				rack := 0
-				if c.ServersPerRack > 0 {
-					rack = srv / c.ServersPerRack
-				}
-				s.workerRack = append(s.workerRack, rack)
-			}
-			s.servers[i] = append(s.servers[i], ids)
-			srv++
+			sizes[i] = append(sizes[i], per)
 		}
-		s.cursor[i] = make([]int, len(s.servers[i]))
 	}
-	s.workerStmp = make([]int, len(s.workerSrv))
-	for i := range s.workerStmp {
-		s.workerStmp[i] = -1
-	}
+	s.layoutServers(sizes)
 	mean := make([]float64, s.nt)
 	for i, g := range c.Types {
 		for m := range c.Table.Models {
