@@ -100,6 +100,10 @@ type Config struct {
 // publishes policy files to. Empty URL: off.
 type NATSConfig struct {
 	URL, Token string
+	// User and Password log in as a user of the server (tegrl broker
+	// --users) instead of a token; the learner role may create the
+	// bucket, the actor role may only read one that exists.
+	User, Password string
 	// Run scopes the connection (transport.DialConfig.RunID); default
 	// "serve".
 	Run string

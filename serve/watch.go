@@ -115,7 +115,7 @@ func (s *Service) watchNATS(ctx context.Context) {
 
 func (s *Service) watchNATSOnce(ctx context.Context, run string) error {
 	nc := s.cfg.NATS
-	conn, err := transport.Dial(ctx, transport.DialConfig{URL: nc.URL, Token: nc.Token, Name: "tegrl-serve", RunID: run, Logger: s.log})
+	conn, err := transport.Dial(ctx, transport.DialConfig{URL: nc.URL, Token: nc.Token, User: nc.User, Password: nc.Password, Name: "tegrl-serve", RunID: run, Logger: s.log})
 	if err != nil {
 		return err
 	}

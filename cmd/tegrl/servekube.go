@@ -40,27 +40,10 @@ func kubeCluster(cmd *cobra.Command, f *kubeFlags, cluster *string) error {
 	return nil
 }
 
-// startKube starts the cluster sync of --kubeconfig mode until ctx ends;
-// the function it returns stops it and waits.
-func startKube(ctx context.Context, a *app, f *kubeFlags, svc *serve.Service) (func(), error) {
+// kubeAttach is serve.Options.Attach of --kubeconfig mode (none without).
+func kubeAttach(f *kubeFlags, a *app) func(context.Context, *serve.Service) (func(), error) {
 	if f.kubeconfig == "" {
-		return func() {}, nil
+		return nil
 	}
-	ks, err := kube.Connect(svc, f.kubeconfig, kube.Options{Resync: f.resync, Logger: a.log})
-	if err != nil {
-		return nil, fmt.Errorf("--kubeconfig: %w", err)
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := ks.Run(ctx); err != nil {
-			a.log.Error("serve: cluster sync stopped", "err", err)
-		}
-	}()
-	a.log.Info("serve: syncing the model with the Kubernetes cluster", "kubeconfig", f.kubeconfig, "resync", f.resync)
-	return func() {
-		cancel()
-		<-done
-	}, nil
+	return kube.Attach(f.kubeconfig, kube.Options{Resync: f.resync, Logger: a.log})
 }

@@ -241,3 +241,32 @@ func (k *Sync) Bind(ctx context.Context, namespace, name string, uid types.UID, 
 }
 
 var _ serve.Binder = (*Sync)(nil)
+
+// Attach returns a serve.Options.Attach that keeps the service's model
+// equal to the cluster of kubeconfig (Connect, then Run until the
+// service stops); its errors name tegrl serve's --kubeconfig.
+func Attach(kubeconfig string, opts Options) func(context.Context, *serve.Service) (func(), error) {
+	return func(ctx context.Context, svc *serve.Service) (func(), error) {
+		ks, err := Connect(svc, kubeconfig, opts)
+		if err != nil {
+			return nil, fmt.Errorf("--kubeconfig: %w", err)
+		}
+		log := opts.Logger
+		if log == nil {
+			log = slog.New(slog.DiscardHandler)
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err := ks.Run(ctx); err != nil {
+				log.Error("serve: cluster sync stopped", "err", err)
+			}
+		}()
+		log.Info("serve: syncing the model with the Kubernetes cluster", "kubeconfig", kubeconfig, "resync", opts.Resync)
+		return func() {
+			cancel()
+			<-done
+		}, nil
+	}
+}
