@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -40,17 +38,16 @@ e.g. --workload alibaba-gpu:DIR/alibaba-gpu-v2023/openb_pod_list_default.csv.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if dir == "" {
-				cache, err := os.UserCacheDir()
-				if err != nil {
-					return fmt.Errorf("--dir: no user cache folder (%w); pass --dir", err)
+				var err error
+				if dir, err = datasets.DefaultCacheDir(); err != nil {
+					return fmt.Errorf("--dir: %w; pass --dir", err)
 				}
-				dir = filepath.Join(cache, "tegrl", "traces")
 			}
 			got, err := datasets.Fetch(cmd.Context(), args[0], datasets.FetchOptions{Dir: dir, Stall: stall, Bar: byteBar(a.stderr), Log: a.log})
 			if jsonOut && err == nil {
 				return printJSON(a.stdout, got)
 			}
-			writeFetched(a.stdout, got)
+			datasets.WriteFetched(a.stdout, got)
 			return err
 		},
 	}
@@ -71,20 +68,4 @@ func byteBar(w io.Writer) func(int64, string) io.Writer {
 	return func(size int64, name string) io.Writer {
 		return progressbar.DefaultBytes(size, name)
 	}
-}
-
-func writeFetched(w io.Writer, got []datasets.Fetched) {
-	if len(got) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "file\tbytes\tsha256\tcheck\tpath")
-	for _, f := range got {
-		check := f.Check
-		if f.Cached {
-			check += " (cached)"
-		}
-		fmt.Fprintf(tw, "%s/%s\t%d\t%s\t%s\t%s\n", f.Dataset, f.File, f.Size, f.SHA256, check, f.Path)
-	}
-	tw.Flush()
 }
