@@ -34,6 +34,7 @@ type Policy struct {
 	ValidateTime time.Duration
 
 	sched env.Scheduler
+	fit   rl.PolicyFit // of a policy file; zero for built-ins
 }
 
 // Refusal reasons of a policy candidate (the reason label of
@@ -248,7 +249,8 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 		return nil, &refusal{reasonPolicy, err}
 	}
 	// Arms schedule a cluster: a saturation-experiment policy is refused.
-	if err := rl.FitOf(cfg, f.Metadata).Check(rl.EnvCluster, 0, nil); err != nil {
+	fit := rl.FitOf(cfg, f.Metadata)
+	if err := fit.Check(rl.EnvCluster, 0, nil); err != nil {
 		return nil, &refusal{reasonPolicy, err}
 	}
 	weights := 0
@@ -280,7 +282,7 @@ func (cv *canary) validate(c candidate, maxBytes int64) (*Policy, error) {
 	serving := rl.NewScheduler(pol2, rl.SchedulerConfig{Name: version})
 	serving.ActionOnly = true // a decision answers with the action alone
 	return &Policy{Version: version, Source: c.source, SHA256: got, Meta: meta, LoadedAt: time.Now(),
-		ValidateTime: time.Since(start), sched: serving}, nil
+		ValidateTime: time.Since(start), sched: serving, fit: fit}, nil
 }
 
 // builtin validates a built-in scheduler by name.

@@ -130,7 +130,8 @@ type Service struct {
 	// their deadline (LockContext).
 	mu        ctxMutex
 	model     *model
-	haveModel atomic.Bool // model != nil, read without mu (readiness)
+	haveModel atomic.Bool  // model != nil, read without mu (readiness)
+	machines  atomic.Int64 // the model's machines, read without mu (checkScale)
 	rng       *rand.Rand
 	seq       uint64
 	wallStart time.Time
@@ -324,6 +325,22 @@ func (s *Service) setModel(m *model) {
 	s.haveModel.Store(true)
 	s.wallStart = time.Now()
 	s.observeModel()
+	s.machines.Store(int64(len(m.live.Cluster().Machines)))
+	for _, a := range s.router.arms {
+		if p := a.cur.Load(); p != nil {
+			s.checkScale(a.cfg.Name, p)
+		}
+	}
+}
+
+// checkScale warns when a policy file was trained on a cluster more than
+// rl.ScaleWarnFactor times smaller or larger than the live one
+// (rl.PolicyFit.Check); built-ins, files of an unknown training scale and
+// a service without a cluster yet pass silently.
+func (s *Service) checkScale(armName string, p *Policy) {
+	if n := int(s.machines.Load()); n > 0 && p.fit.Machines > 0 {
+		p.fit.Check(rl.EnvCluster, n, s.log.With("arm", armName, "version", p.Version))
+	}
 }
 
 // observeModel updates the model gauges (s.mu held).
@@ -369,6 +386,12 @@ func (s *Service) Load(armName, name, source string, payload []byte, sha string)
 // replaces the arm's policy only if ctx is still live then (an upload
 // answered 503 never replaces the policy later).
 func (s *Service) LoadContext(ctx context.Context, armName, name, source string, payload []byte, sha string) (*Policy, error) {
+	return s.load(ctx, armName, name, source, payload, sha, nil)
+}
+
+// load is LoadContext with the signature sidecar that came with the
+// candidate (a POST header, an object NAME.sig), nil when none did.
+func (s *Service) load(ctx context.Context, armName, name, source string, payload []byte, sha string, sidecar []byte) (*Policy, error) {
 	a := s.router.arms[0]
 	if armName != "" {
 		if a = s.router.byName(armName); a == nil {
@@ -376,7 +399,7 @@ func (s *Service) LoadContext(ctx context.Context, armName, name, source string,
 		}
 	}
 	start := time.Now()
-	if err := checkTrust(s.cfg.TrustKey, candidate{name: name, source: source, payload: payload}, nil, s.cfg.MaxPolicyBytes); err != nil {
+	if err := checkTrust(s.cfg.TrustKey, candidate{name: name, source: source, payload: payload}, sidecar, s.cfg.MaxPolicyBytes); err != nil {
 		s.refuse(a.cfg.Name, source, name, reasonSignature, err, time.Since(start))
 		s.met.loadTime.WithLabelValues("refused").Observe(time.Since(start).Seconds())
 		return nil, fmt.Errorf("policy %s from %s refused: %w", name, source, err)
@@ -427,6 +450,7 @@ func (s *Service) swap(a *arm, p *Policy, source, name string) {
 		"validate_ms", float64(p.ValidateTime.Microseconds())/1000)
 	s.event(PolicyEvent{Time: time.Now(), Arm: a.cfg.Name, Source: source, Name: name, Version: p.Version, Accepted: true,
 		ValidateMS: float64(p.ValidateTime.Microseconds()) / 1000})
+	s.checkScale(a.cfg.Name, p)
 	s.updateReady()
 }
 
