@@ -368,7 +368,8 @@ func (s *Service) handlePolicies(w http.ResponseWriter, _ *http.Request) {
 }
 
 // handlePolicyLoad takes a policy file as the raw body (admin role);
-// query: arm, name, sha256 (or header X-Tegrl-SHA256).
+// query: arm, name, sha256 (or header X-Tegrl-SHA256); header
+// X-Tegrl-Signature: the policy's signature sidecar line (SignPolicy).
 func (s *Service) handlePolicyLoad(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	armName := q.Get("arm")
@@ -392,7 +393,11 @@ func (s *Service) handlePolicyLoad(w http.ResponseWriter, r *http.Request) {
 	if sha == "" {
 		sha = r.Header.Get("X-Tegrl-SHA256")
 	}
-	p, err := s.LoadContext(r.Context(), armName, name, "admin", payload, sha)
+	var sidecar []byte // the signature sidecar's line, with --trust-key
+	if sig := r.Header.Get("X-Tegrl-Signature"); sig != "" {
+		sidecar = []byte(sig)
+	}
+	p, err := s.load(r.Context(), armName, name, "admin", payload, sha, sidecar)
 	if err != nil {
 		if errors.Is(err, errNotReady) {
 			writeError(w, err)

@@ -156,7 +156,8 @@ func (s *Service) watchNATSOnce(ctx context.Context, run string) error {
 				if newest != nil {
 					s.loadObject(ctx, obs, newest)
 				}
-			case info.Deleted:
+			case info.Deleted, strings.HasSuffix(info.Name, transport.PolicySigSuffix):
+				// Signatures load with their policy (loadObject).
 			case initial:
 				if newest == nil || info.ModTime.After(newest.ModTime) {
 					newest = info
@@ -183,7 +184,18 @@ func (s *Service) loadObject(ctx context.Context, obs jetstream.ObjectStore, inf
 		s.log.Warn("policy object unreadable", "name", info.Name, "err", err)
 		return
 	}
-	s.Load(s.cfg.NATS.Arm, info.Name, "nats", b, "")
+	var sidecar []byte
+	if s.cfg.TrustKey != nil {
+		// NAME.sig, put into the bucket before NAME.
+		sidecar, err = obs.GetBytes(ctx, info.Name+transport.PolicySigSuffix)
+		if errors.Is(err, jetstream.ErrObjectNotFound) {
+			sidecar = nil
+		} else if err != nil {
+			s.log.Warn("policy signature object unreadable", "name", info.Name, "err", err)
+			return
+		}
+	}
+	s.load(ctx, s.cfg.NATS.Arm, info.Name, "nats", b, "", sidecar)
 }
 
 func (s *Service) natsArm() string {

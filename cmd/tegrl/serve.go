@@ -91,7 +91,7 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 	fl.StringVar(&f.NATSCredentialsFile, "credentials", "", "file of the NATS user credentials (NAME:PASSWORD) for --nats, instead of a token (default: the file $TEGRL_NATS_CREDENTIALS names)")
 	fl.StringVar(&f.NATS.Bucket, "policy-bucket", "tegrl-policies", "JetStream object store bucket of policy files (created if missing)")
 	fl.StringVar(&f.NATS.Arm, "nats-arm", "a", "arm that the NATS bucket loads into")
-	fl.StringVar(&f.TrustKeyFile, "trust-key", "", "the learner's public key (tegrl train's DIR/signing.pub): refuse policies without a signature by it (FILE.sig beside a policy file) (default: the file $TEGRL_TRUST_KEY names)")
+	fl.StringVar(&f.TrustKeyFile, "trust-key", "", "the learner's public key (tegrl train's DIR/signing.pub): refuse policies without a signature by it (FILE.sig beside a policy file, NAME.sig put into the bucket before NAME, an upload's X-Tegrl-Signature header) (default: the file $TEGRL_TRUST_KEY names)")
 	fl.Int64Var(&f.MaxBodyBytes, "max-body", 32<<20, "largest JSON request body in bytes")
 	fl.Int64Var(&f.MaxPolicyBytes, "max-policy-bytes", 256<<20, "largest policy file in bytes")
 	fl.DurationVar(&f.RequestTimeout, "request-timeout", 10*time.Second, "bound on one request's handling")
