@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -32,37 +33,25 @@ func versionString() string {
 	if !ok {
 		return "(unknown) " + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH
 	}
-	v := info.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
-	var rev, at string
-	modified := false
+	v := cmp.Or(info.Main.Version, "(devel)")
+	vcs := map[string]string{}
 	for _, s := range info.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			modified = s.Value == "true"
-		}
+		vcs[s.Key] = s.Value
 	}
 	parts := []string{v}
-	if rev != "" {
-		c := "commit " + rev[:min(12, len(rev))]
+	if rev := vcs["vcs.revision"]; rev != "" {
 		var extra []string
-		if at != "" {
+		if at := vcs["vcs.time"]; at != "" {
 			extra = append(extra, at)
 		}
-		if modified {
+		if vcs["vcs.modified"] == "true" {
 			extra = append(extra, "modified")
 		}
+		c := "commit " + rev[:min(12, len(rev))]
 		if len(extra) > 0 {
 			c += " (" + strings.Join(extra, ", ") + ")"
 		}
 		parts = append(parts, c)
 	}
-	parts = append(parts, info.GoVersion, runtime.GOOS+"/"+runtime.GOARCH)
-	return strings.Join(parts, " ")
+	return strings.Join(append(parts, info.GoVersion, runtime.GOOS+"/"+runtime.GOARCH), " ")
 }
