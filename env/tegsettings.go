@@ -42,6 +42,12 @@ func ParseTEGSettings(s string) (TEGSettings, error) {
 			}
 		}
 		if err != nil {
+			if probe.Set(name, 0) != nil { // an unknown name says so, not "want a number"
+				return nil, probe.Set(name, 0)
+			}
+			if _, sw := probe.switches()[name]; sw {
+				return nil, fmt.Errorf("%s=%s: want on or off", name, val)
+			}
 			return nil, fmt.Errorf("%s=%s: want a number", name, val)
 		}
 		if err := probe.Set(name, v); err != nil {

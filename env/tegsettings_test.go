@@ -24,7 +24,8 @@ func TestParseTEGSettings(t *testing.T) {
 		"tempreature=1":        "unknown TEG parameter",
 		"temperature=x":        "want a number",
 		"place-candidates=2.5": "wants an integer",
-		"moves=maybe":          "want a number",
+		"moves=maybe":          "want on or off",
+		"safty=off":            "unknown TEG parameter",
 		"temperature":          "want name=value",
 	} {
 		_, err := ParseTEGSettings(in)

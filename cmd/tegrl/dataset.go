@@ -170,7 +170,7 @@ type recordFlags struct {
 	maxBytes              int64
 	episode               int32
 	jsonOut               bool
-	teg                   simulateFlags // the TEG switches; tegFor reads them
+	teg                   *tegFlag
 }
 
 func newDatasetRecordCmd(a *app) *cobra.Command {
@@ -204,23 +204,9 @@ terminal.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.scheduler, "scheduler", "fgd", "scheduler: a built-in name ("+strings.Join(env.SchedulerNames, ", ")+") or a policy file")
-	fl.IntVar(&f.machines, "machines", 100, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
-	fl.StringVar(&f.workload, "workload", "synthetic", env.WorkloadSpecHelp)
-	fl.StringVar(&f.duration, "duration", "1h", `simulated time to run (Go duration such as 1h, or seconds); "" runs the synthetic horizon, or until a trace drains`)
-	fl.IntVar(&f.ticks, "ticks", 0, "stop after this many ticks (0: no limit beyond --duration)")
-	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
+	f.addFlags(fl, 100, "1h", a.stderr)
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the workload, failures and scheduler randomness (the synthetic cluster has --cluster-seed)")
-	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load: the synthetic workload's; for a trace, when given, its jobs are resampled or thinned (seeded) to it")
-	f.addTraceFlags(fl, a.stderr)
-	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads")
-	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
-	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
-	fl.StringVar(&f.teg.safety, "safety", "", "safety layer: on or off (default on)")
-	fl.StringVar(&f.teg.moves, "moves", "", "Langevin moves of running jobs: on or off (default on for langevin only)")
-	fl.StringVar(&f.teg.controller, "controller", "", "Landau damping controller: on or off (default on for langevin only)")
-	fl.StringVar(&f.teg.tokens, "tokens", "", "token fair-share queue priority: on or off (default on)")
-	fl.StringVar(&f.teg.contention, "contention", "", "CPU/GPU contention slowdowns: on or off (default on)")
+	f.teg = addTEGFlag(fl)
 	fl.StringVar(&f.out, "out", "", "output folder (created if missing)")
 	fl.StringVar(&f.runID, "run-id", "", "run ID stored in every row (default SCHEDULER-seedSEED)")
 	fl.Int32Var(&f.episode, "episode", 0, "episode number stored in every row")
@@ -228,7 +214,6 @@ terminal.`,
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object (files, transitions, run metrics) instead of text")
 	fl.Int64Var(&f.maxBytes, "max-bytes", 4<<30, "stop before transitions.arrow exceeds this many bytes, keeping it valid (0: no cap)")
 	cmd.MarkFlagRequired("out")
-	f.teg.flags = fl
 	return cmd
 }
 
@@ -245,7 +230,7 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 	if err := rl.CheckSchedulerFit(f.scheduler, rl.EnvCluster, len(c.Machines), a.log); err != nil {
 		return err
 	}
-	teg, err := f.teg.tegFor(sched)
+	teg, err := f.teg.forSched(sched)
 	if err != nil {
 		return err
 	}
