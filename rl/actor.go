@@ -121,6 +121,12 @@ var timeNow = time.Now
 // errIdle ends an actor whose learner went quiet.
 var errIdle = errors.New("actor: no new parameters within the idle timeout")
 
+// errEnded ends an actor whose learner said the run has ended.
+var errEnded = errors.New("actor: the learner ended the run")
+
+// ender is a transport that hears the learner's end of run (NATS).
+type ender interface{ Ended() bool }
+
 // latestFetcher is a transport that can also look up the newest
 // parameters itself (NATS: the key-value store), for a broadcast that
 // arrived before the actor's subscription.
@@ -147,8 +153,11 @@ func (a *Actor) refresh(ctx context.Context, wait bool, until time.Time) error {
 				return nil
 			}
 		}
+		if e, ok := a.tr.(ender); ok && e.Ended() {
+			return errEnded
+		}
 		if a.cfg.IdleTimeout > 0 && time.Since(a.lastNewer) > a.cfg.IdleTimeout {
-			return errIdle // the learner finished or died: no orphan actors
+			return errIdle // the learner died: no orphan actors
 		}
 		if !wait {
 			return nil
@@ -288,7 +297,7 @@ func (a *Actor) newEpisode() (Decision, error) {
 
 // quiet maps the ways an actor is told to stop to a nil error.
 func quiet(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errIdle) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errIdle) || errors.Is(err, errEnded) {
 		return nil
 	}
 	return err

@@ -203,3 +203,28 @@ func TestActorIdleTimeout(t *testing.T) {
 		t.Fatal("the actor still runs 30 s after the learner stopped")
 	}
 }
+
+// TestActorStopsWhenRunEnds: a separate actor returns as soon as the
+// learner finishes (its end message), long before its idle timeout.
+func TestActorStopsWhenRunEnds(t *testing.T) {
+	srv := startServer(t, 0, t.TempDir())
+	defer srv.Shutdown()
+	cfg := tinyTrain("nats", 0, false)
+	cfg.NATSURL, cfg.RunID = srv.ClientURL(), "ends"
+	done := make(chan error, 1)
+	go func() {
+		done <- RunRemoteActor(context.Background(), RemoteActorConfig{URL: srv.ClientURL(), RunID: cfg.RunID, ID: 1,
+			IdleTimeout: 10 * time.Minute, Logger: quietLog})
+	}()
+	if _, err := Train(testCtx(t), cfg); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("actor: %v", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the actor still runs a minute after the learner finished")
+	}
+}

@@ -31,7 +31,7 @@ type RemoteActorConfig struct {
 
 // RunRemoteActor connects to NATS, waits for the learner's parameters,
 // builds the environment and the policy they describe, and acts until ctx
-// ends or the learner goes quiet.
+// ends, the learner ends the run or it goes quiet.
 func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -60,6 +60,10 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 		if ok {
 			payload = p
 			break
+		}
+		if tr.Ended() {
+			cfg.Logger.Info("actor: the learner ended the run before sending parameters", "id", cfg.ID, "run", cfg.RunID)
+			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("actor %d: no parameters from run %q within %v", cfg.ID, cfg.RunID, cfg.IdleTimeout)
@@ -90,7 +94,7 @@ func RunRemoteActor(ctx context.Context, cfg RemoteActorConfig) error {
 	cfg.Logger.Info("actor started", "id", cfg.ID, "run", cfg.RunID)
 	err = a.Run(ctx)
 	st := tr.Stats()
-	cfg.Logger.Info("actor stopped", "id", cfg.ID, "segments", st.SegmentsPublished, "publish_errors", st.PublishErrors,
+	cfg.Logger.Info("actor stopped", "id", cfg.ID, "learner_ended", tr.Ended(), "segments", st.SegmentsPublished, "publish_errors", st.PublishErrors,
 		"params_received", st.ParamsReceived, "params_unsigned", st.ParamsUnsigned, "params_bad_signature", st.ParamsBadSignature,
 		"params_errors", st.ParamsErrors, "permission_errors", st.Conn.PermissionErrors)
 	return err

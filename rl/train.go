@@ -247,6 +247,12 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	if res != nil {
 		res.Stats = ltr.Stats()
 	}
+	if e, ok := ltr.(interface{ End() error }); ok && err == nil {
+		// Finished (not stopped to be resumed): the remote actors stop.
+		if endErr := e.End(); endErr != nil {
+			cfg.Logger.Warn("telling the actors the run ended failed: they stop at their idle timeout", "err", endErr)
+		}
+	}
 	return res, err
 }
 

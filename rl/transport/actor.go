@@ -68,6 +68,9 @@ type Actor struct {
 	paramsIgnored, paramsErrors              atomic.Uint64
 	paramsUnsigned, paramsBadSig             atomic.Uint64
 
+	// ended is set by the learner's end message (verified like parameters).
+	ended atomic.Bool
+
 	closeOnce sync.Once
 }
 
@@ -211,7 +214,7 @@ func (a *Actor) onParams(m *nats.Msg) {
 		a.paramsErrors.Add(1)
 		return
 	}
-	if f.Kind != KindParams && f.Kind != KindParamsPointer {
+	if f.Kind != KindParams && f.Kind != KindParamsPointer && f.Kind != KindEnd {
 		a.paramsErrors.Add(1)
 		return
 	}
@@ -222,6 +225,14 @@ func (a *Actor) onParams(m *nats.Msg) {
 		return
 	}
 	switch f.Kind {
+	case KindEnd:
+		if a.cfg.TrustKey != nil {
+			if err := VerifyEnd(a.cfg.TrustKey, a.c.run, f.Version, &env); err != nil {
+				a.countBad(err)
+				return
+			}
+		}
+		a.ended.Store(true)
 	case KindParams:
 		if a.verify(f.Version, env.Body, &env) != nil {
 			return
@@ -266,17 +277,26 @@ func (a *Actor) verify(version uint64, params []byte, env *Envelope) error {
 		return nil
 	}
 	err := VerifyParams(a.cfg.TrustKey, a.c.run, version, params, env)
+	a.countBad(err)
+	return err
+}
+
+// countBad counts a failed verification (nil: none).
+func (a *Actor) countBad(err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrUnsigned):
 		a.paramsUnsigned.Add(1)
-		a.log.Debug("unsigned parameters dropped", "version", version)
+		a.log.Debug("unsigned message dropped", "err", err)
 	default:
 		a.paramsBadSig.Add(1)
-		a.log.Debug("parameters with a bad signature dropped", "version", version, "err", err)
+		a.log.Debug("message with a bad signature dropped", "err", err)
 	}
-	return err
 }
+
+// Ended reports whether the learner said the run has ended (with a
+// trusted key, in a message signed with it).
+func (a *Actor) Ended() bool { return a.ended.Load() }
 
 func (a *Actor) signal() {
 	select {

@@ -23,9 +23,13 @@ const (
 	KindParamsPointer Kind = 3
 	// KindStats is an actor's statistics (JSON), actor -> learner.
 	KindStats Kind = 4
+	// KindEnd says that the learner has stopped, learner -> actors: its
+	// version is the last one published, its payload an envelope (signed
+	// with the learner's key, see SignEnd) around an empty body.
+	KindEnd Kind = 5
 )
 
-// String names the kind ("segment", "params", "params-pointer", "stats").
+// String names the kind ("segment", "params", "params-pointer", "stats", "end").
 func (k Kind) String() string {
 	switch k {
 	case KindSegment:
@@ -36,11 +40,13 @@ func (k Kind) String() string {
 		return "params-pointer"
 	case KindStats:
 		return "stats"
+	case KindEnd:
+		return "end"
 	}
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-func (k Kind) valid() bool { return k >= KindSegment && k <= KindStats }
+func (k Kind) valid() bool { return k >= KindSegment && k <= KindEnd }
 
 // Wire format of a frame (all integers little-endian):
 //

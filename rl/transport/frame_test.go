@@ -115,7 +115,7 @@ func TestDecodeFrameErrors(t *testing.T) {
 		{"short bad magic", []byte("NOPE"), ErrBadMagic},
 		{"format version", edit(func(b []byte) []byte { b[4] = 2; return b }), ErrBadFormatVersion},
 		{"kind 0", edit(func(b []byte) []byte { b[5] = 0; return b }), ErrUnknownKind},
-		{"kind 5", edit(func(b []byte) []byte { b[5] = 5; return b }), ErrUnknownKind},
+		{"kind 6", edit(func(b []byte) []byte { b[5] = 6; return b }), ErrUnknownKind},
 		{"reserved", edit(func(b []byte) []byte { b[7] = 1; return b }), ErrBadHeader},
 		{"oversized", edit(func(b []byte) []byte { binary.LittleEndian.PutUint32(b[28:], MaxFramePayload+1); return b }), ErrOversized},
 		{"length short", good[:len(good)-1], ErrLengthMismatch},

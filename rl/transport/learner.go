@@ -373,11 +373,36 @@ func (l *Learner) unsubscribe() {
 }
 
 // Close unsubscribes and closes the Segments channel. The connection stays
-// open.
+// open. It does not end the run (End does): a learner stopped to be
+// resumed from its checkpoint keeps its actors.
 func (l *Learner) Close() error {
 	l.closeOnce.Do(func() {
 		l.unsubscribe()
 		l.in.close()
 	})
 	return nil
+}
+
+// endFlushTimeout bounds End's wait for the message to reach the server.
+const endFlushTimeout = 2 * time.Second
+
+// End tells the actors that the run has finished: an end message, signed
+// with SigningKey, on the params subject, after which they stop at once
+// instead of waiting out their idle timeout.
+func (l *Learner) End() error {
+	l.pubMu.Lock()
+	defer l.pubMu.Unlock()
+	var sig []byte
+	if l.cfg.SigningKey != nil {
+		sig = SignEnd(l.cfg.SigningKey, l.c.run, l.newest)
+	}
+	env := AppendEnvelope(nil, l.keyID, sig, nil)
+	frame, err := AppendFrame(nil, Frame{Kind: KindEnd, RunID: l.c.run, Version: l.newest, Payload: env})
+	if err != nil {
+		return err
+	}
+	if err := l.c.nc.Publish(l.c.sub.Params, frame); err != nil {
+		return fmt.Errorf("publish end on %s: %w", l.c.sub.Params, err)
+	}
+	return l.c.nc.FlushTimeout(endFlushTimeout)
 }

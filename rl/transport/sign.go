@@ -183,6 +183,44 @@ func VerifyParams(pub ed25519.PublicKey, run string, version uint64, params []by
 	return nil
 }
 
+// endDomain opens every signed end message.
+const endDomain = "tegrl end v1\x00"
+
+// endMessage is what an end signature signs: the domain, the run id
+// (length-prefixed) and the last version.
+func endMessage(buf *[paramsMessageMax]byte, run string, version uint64) []byte {
+	m := append(buf[:0], endDomain...)
+	m = append(m, byte(len(run)))
+	m = append(m, run...)
+	return binary.LittleEndian.AppendUint64(m, version)
+}
+
+// SignEnd returns the signature of run's end message after version (run
+// must be valid).
+func SignEnd(key ed25519.PrivateKey, run string, version uint64) []byte {
+	var buf [paramsMessageMax]byte
+	return ed25519.Sign(key, endMessage(&buf, run, version))
+}
+
+// VerifyEnd checks that env signs the end of run after version with pub.
+// Errors wrap ErrUnsigned, ErrWrongKey or ErrBadSignature.
+func VerifyEnd(pub ed25519.PublicKey, run string, version uint64, env *Envelope) error {
+	if !env.Signed() {
+		return fmt.Errorf("transport: end of run %q: %w", run, ErrUnsigned)
+	}
+	if id := KeyIDOf(pub); id != env.KeyID {
+		return fmt.Errorf("transport: end of run %q: %w: key %s, trusted key %s", run, ErrWrongKey, env.KeyID, id)
+	}
+	if len(run) > MaxRunIDLen {
+		return fmt.Errorf("transport: end: %w: run id of %d characters", ErrBadRunID, len(run))
+	}
+	var buf [paramsMessageMax]byte
+	if len(env.Body) != 0 || !ed25519.Verify(pub, endMessage(&buf, run, version), env.Sig[:]) {
+		return fmt.Errorf("transport: end of run %q after v%d: %w", run, version, ErrBadSignature)
+	}
+	return nil
+}
+
 // Policy file signatures. A policy file is signed as a whole: its bytes
 // stay exactly as written (the same seed gives the same file), and the
 // signature travels beside it, in a sidecar file NAME.sig of one line:

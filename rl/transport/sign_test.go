@@ -436,3 +436,112 @@ func TestSigningKeyFiles(t *testing.T) {
 		t.Error("key from seed 7 is not derived as documented")
 	}
 }
+
+// The learner's Close tells its actors the run has ended; an actor
+// holding a trusted key takes only an end signed with it, and counts the
+// others.
+func TestEndOfRun(t *testing.T) {
+	s := startTestServer(t, ServerConfig{})
+	run := "ending"
+	key, evil := testKey(t, 1), testKey(t, 9)
+	l, err := NewLearner(dialTest(t, s, run, "learner"), LearnerConfig{SigningKey: key})
+	if err != nil {
+		t.Fatal(err)
+	}
+	strict, err := NewActor(context.Background(), dialTest(t, s, run, "strict"), ActorConfig{ID: 1, TrustKey: pubOf(key)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer strict.Close()
+	lax := newTestActor(t, dialTest(t, s, run, "lax"), 2)
+	if err := l.PublishParams(4, []byte("w")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "v4 at both actors", func() bool {
+		v1, _, _ := strict.LatestParams()
+		v2, _, _ := lax.LatestParams()
+		return v1 == 4 && v2 == 4
+	})
+
+	raw := dialTest(t, s, run, "intruder")
+	end := func(k ed25519.PrivateKey, sigVersion, version uint64, body []byte) []byte {
+		var id KeyID
+		var sig []byte
+		if k != nil {
+			id, sig = KeyIDOf(pubOf(k)), SignEnd(k, run, sigVersion)
+		}
+		return mustEncode(t, Frame{Kind: KindEnd, RunID: run, Version: version, Payload: AppendEnvelope(nil, id, sig, body)})
+	}
+	forged := [][]byte{
+		end(nil, 0, 4, nil),         // unsigned
+		end(evil, 4, 4, nil),        // another key
+		end(key, 3, 4, nil),         // signed for another version
+		end(key, 4, 4, []byte("x")), // a body the signature does not cover
+		mustEncode(t, Frame{Kind: KindEnd, RunID: run, Version: 4, // the learner's key id, another key's signature
+			Payload: AppendEnvelope(nil, KeyIDOf(pubOf(key)), SignEnd(evil, run, 4), nil)}),
+	}
+	for _, m := range forged {
+		if err := raw.NATS().Publish(raw.Subjects().Params, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "every forged end counted", func() bool {
+		st := strict.Stats()
+		return st.ParamsUnsigned == 1 && st.ParamsBadSignature == 4
+	})
+	if strict.Ended() {
+		t.Fatal("the strict actor took a forged end of run")
+	}
+	// The lax actor takes any end: the first one already.
+	waitFor(t, "the lax actor ends", lax.Ended)
+
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if strict.Ended() {
+		t.Fatal("Close ended the run: a learner stopped to be resumed must keep its actors")
+	}
+	if err := l.End(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the strict actor takes the learner's end", strict.Ended)
+	if v, _, _ := strict.LatestParams(); v != 4 {
+		t.Errorf("the end changed the parameters held: v%d", v)
+	}
+}
+
+func TestVerifyEnd(t *testing.T) {
+	key, evil := testKey(t, 1), testKey(t, 2)
+	env := func(k ed25519.PrivateKey, run string, v uint64) Envelope {
+		e, err := DecodeEnvelope(AppendEnvelope(nil, KeyIDOf(pubOf(k)), SignEnd(k, run, v), nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	good := env(key, "r", 7)
+	if err := VerifyEnd(pubOf(key), "r", 7, &good); err != nil {
+		t.Fatalf("good end: %v", err)
+	}
+	for name, c := range map[string]struct {
+		run  string
+		v    uint64
+		e    Envelope
+		want error
+	}{
+		"other run":     {"s", 7, good, ErrBadSignature},
+		"other version": {"r", 8, good, ErrBadSignature},
+		"other key":     {"r", 7, env(evil, "r", 7), ErrWrongKey},
+		"unsigned":      {"r", 7, Envelope{}, ErrUnsigned},
+	} {
+		if err := VerifyEnd(pubOf(key), c.run, c.v, &c.e); !errors.Is(err, c.want) {
+			t.Errorf("%s: %v, want %v", name, err, c.want)
+		}
+	}
+	// A params signature never verifies as an end (separate domains).
+	p, _ := DecodeEnvelope(AppendEnvelope(nil, KeyIDOf(pubOf(key)), SignParams(key, "r", 7, nil), nil))
+	if err := VerifyEnd(pubOf(key), "r", 7, &p); !errors.Is(err, ErrBadSignature) {
+		t.Errorf("params signature as an end: %v", err)
+	}
+}
