@@ -17,6 +17,7 @@
 #     extender's latency percentiles.
 #
 # Environment: GO (default go), E2E_KEEP=1 keeps the work directory,
+# E2E_SCHED_V sets kube-scheduler's log verbosity (default 2),
 # E2E_OUT names a file for the figures (default bin/e2e-kube/result.txt).
 set -euo pipefail
 
@@ -140,12 +141,14 @@ pids+=($!)
 wait_http etcd "http://127.0.0.1:$ETCD_PORT/health"
 
 log "starting kube-apiserver $kver on 127.0.0.1:$API_PORT"
+# No controller manager runs here, so TaintNodesByCondition is off: it taints
+# every new node not-ready, which only the node lifecycle controller lifts.
 "$BIN/kube-apiserver" --etcd-servers "http://127.0.0.1:$ETCD_PORT" --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --endpoint-reconciler-type none \
 	--secure-port "$API_PORT" --tls-cert-file "$W/api.crt" --tls-private-key-file "$W/api.key" \
 	--token-auth-file "$W/tokens.csv" --authorization-mode RBAC --anonymous-auth=false \
 	--service-account-key-file "$W/sa.pub" --service-account-signing-key-file "$W/sa.key" \
 	--service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.96.0.0/24 \
-	--disable-admission-plugins ServiceAccount --enable-priority-and-fairness=false >"$W/apiserver.log" 2>&1 &
+	--disable-admission-plugins ServiceAccount,TaintNodesByCondition --enable-priority-and-fairness=false >"$W/apiserver.log" 2>&1 &
 pids+=($!)
 wait_http kube-apiserver "https://127.0.0.1:$API_PORT/readyz" "$ADMIN_TOKEN"
 
@@ -187,7 +190,7 @@ extenders:
   ignorable: false
 EOF
 log "starting kube-scheduler $kver"
-"$BIN/kube-scheduler" --config "$W/scheduler.yaml" --secure-port 0 >"$W/scheduler.log" 2>&1 &
+"$BIN/kube-scheduler" --config "$W/scheduler.yaml" --secure-port 0 -v "${E2E_SCHED_V:-2}" >"$W/scheduler.log" 2>&1 &
 pids+=($!)
 
 # --- 4. the check ---------------------------------------------------------

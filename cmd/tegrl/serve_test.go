@@ -106,6 +106,8 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--tls-cert", "x.crt"}, "--tls-key"},
 		{[]string{"--client-ca", "ca.pem"}, "--client-ca"},
 		{[]string{"--read-token-file", "/nonexistent/token"}, "--read-token-file"},
+		{[]string{"--kubeconfig", "x.kubeconfig", "--kube-qps", "0"}, "--kube-qps"},
+		{[]string{"--kubeconfig", "x.kubeconfig", "--kube-burst", "0"}, "--kube-burst"},
 	} {
 		_, _, err := run(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--machines", "20", "--log-level", "warn"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

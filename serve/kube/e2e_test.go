@@ -166,9 +166,12 @@ func TestE2EKube(t *testing.T) {
 	}
 
 	// Informers: delete a quarter of the pods, cordon one GPU node and
-	// remove a CPU node with its pods; the model follows.
+	// remove a CPU node; the model follows. No kubelet confirms a graceful
+	// deletion here, so the pods are deleted at once (grace period 0), as
+	// a kubelet's confirmation would end it.
+	now := int64(0)
 	for i := 0; i < e2ePods; i += 4 {
-		if err := c.CoreV1().Pods(e2eNS).Delete(ctx, fmt.Sprintf("pod-%03d", i), metav1.DeleteOptions{}); err != nil {
+		if err := c.CoreV1().Pods(e2eNS).Delete(ctx, fmt.Sprintf("pod-%03d", i), metav1.DeleteOptions{GracePeriodSeconds: &now}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -199,6 +202,9 @@ func TestE2EKube(t *testing.T) {
 		return ""
 	})
 	cl := tegrlCluster(t, url)
+	if left := e2ePods - e2ePods/4; cl.RunningJobs+len(cl.Unplaced) != left {
+		t.Errorf("after the deletes: %d running jobs and %d unplaced pods in the model, want %d in all", cl.RunningJobs, len(cl.Unplaced), left)
+	}
 	lines = append(lines, fmt.Sprintf("e2e-kube: after deleting 50 pods, cordoning node-01 and removing node-00: %d machines, %d running jobs, %d bound pods unplaced",
 		len(cl.Machines), cl.RunningJobs, len(cl.Unplaced)))
 	out := strings.Join(lines, "\n") + "\n"

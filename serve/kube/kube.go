@@ -46,7 +46,20 @@ type Options struct {
 	Resync time.Duration
 	// Logger receives the sync's log (default: discard).
 	Logger *slog.Logger
+	// QPS and Burst are the client's request rate limit towards the API
+	// server (default DefaultQPS and DefaultBurst). Every bind is one
+	// request: client-go's own default of 5 per second would hold a
+	// burst of pods in tegrl past kube-scheduler's extender timeout.
+	QPS   float32
+	Burst int
 }
+
+// The default client rate limit: twice kube-scheduler's own (50, 100), as
+// tegrl binds every pod kube-scheduler places through it.
+const (
+	DefaultQPS   = 100
+	DefaultBurst = 200
+)
 
 // RESTConfig returns the client configuration for kubeconfig: InCluster
 // for the pod's service account, else the path of a kubeconfig file
@@ -127,6 +140,13 @@ func Connect(svc *serve.Service, kubeconfig string, opt Options) (*Sync, error) 
 		return nil, err
 	}
 	c.UserAgent = "tegrl-serve"
+	c.QPS, c.Burst = opt.QPS, opt.Burst
+	if c.QPS <= 0 {
+		c.QPS = DefaultQPS
+	}
+	if c.Burst <= 0 {
+		c.Burst = DefaultBurst
+	}
 	client, err := kubernetes.NewForConfig(c)
 	if err != nil {
 		return nil, fmt.Errorf("kube: client: %w", err)
