@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -14,21 +12,6 @@ import (
 )
 
 func init() { addCommand(newLookaheadCmd) }
-
-// lookaheadSeed is one seed's line of tegrl lookahead --json.
-type lookaheadSeed struct {
-	Seed         uint64  `json:"seed"`
-	Decisions    int     `json:"decisions"`
-	Evaluated    int     `json:"evaluated"`
-	Changed      int     `json:"changed"`
-	Rollouts     int     `json:"rollouts"`
-	BaseSlowdown float64 `json:"base_mean_slowdown"`
-	LookSlowdown float64 `json:"lookahead_mean_slowdown"`
-	BaseAccrued  float64 `json:"base_accrued_slowdown"`
-	LookAccrued  float64 `json:"lookahead_accrued_slowdown"`
-	BaseSLA      float64 `json:"base_sla_violation_rate"`
-	LookSLA      float64 `json:"lookahead_sla_violation_rate"`
-}
 
 func newLookaheadCmd(a *app) *cobra.Command {
 	var (
@@ -83,27 +66,19 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 			if workers <= 0 {
 				workers = runtime.GOMAXPROCS(0)
 			}
-			rows, err := runLookahead(cmd.Context(), f, mk, ss, rl.LookaheadConfig{Every: every, Candidates: candidates, Support: support}, workers)
+			build := func(seed uint64) (*env.Cluster, *env.Workload, env.SimConfig, error) {
+				src := f
+				src.seed = seed
+				return src.build()
+			}
+			rows, err := rl.LookaheadSeeds(cmd.Context(), build, mk, ss, rl.LookaheadConfig{Every: every, Candidates: candidates, Support: support}, workers)
 			if err != nil {
 				return err
 			}
 			if jsonOut {
 				return printJSON(a.stdout, map[string]any{"base": base, "every": every, "candidates": candidates, "support": support, "seeds": rows})
 			}
-			tw := tabwriter.NewWriter(a.stdout, 2, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintf(tw, "seed\tdecisions\tevaluated\tchanged\t%s slowdown\tlookahead slowdown\tdiff\taccrued %s\taccrued lookahead\tdiff\t\n", base, base)
-			var sb, sl float64
-			for _, r := range rows {
-				fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.4f\t%.4f\t%+.2f%%\t%.1f\t%.1f\t%+.2f%%\t\n", r.Seed, r.Decisions, r.Evaluated, r.Changed,
-					r.BaseSlowdown, r.LookSlowdown, 100*(r.LookSlowdown/r.BaseSlowdown-1), r.BaseAccrued, r.LookAccrued, 100*(r.LookAccrued/r.BaseAccrued-1))
-				sb += r.BaseSlowdown
-				sl += r.LookSlowdown
-			}
-			if len(rows) > 1 {
-				n := float64(len(rows))
-				fmt.Fprintf(tw, "mean\t\t\t\t%.4f\t%.4f\t%+.2f%%\t\t\t\t\n", sb/n, sl/n, 100*(sl/sb-1))
-			}
-			return tw.Flush()
+			return rl.WriteLookaheadTable(a.stdout, base, rows)
 		},
 	}
 	fl := cmd.Flags()
@@ -124,37 +99,4 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
 	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
 	return cmd
-}
-
-// runLookahead runs rl.Lookahead with la's Every, Candidates and Support
-// on each seed, workers at a time, in seed order in the result.
-func runLookahead(ctx context.Context, f runSource, mk func() env.Scheduler, seeds []uint64, la rl.LookaheadConfig, workers int) ([]lookaheadSeed, error) {
-	rows := make([]lookaheadSeed, len(seeds))
-	// Seeds in parallel first; the workers left over run each seed's
-	// rollouts in parallel.
-	seedWorkers := min(workers, len(seeds))
-	rollWorkers := max(1, workers/max(seedWorkers, 1))
-	err := report.ForEach(ctx, len(seeds), seedWorkers, func(i int) error {
-		src := f
-		src.seed = seeds[i]
-		c, w, cfg, err := src.build()
-		if err != nil {
-			return err
-		}
-		lc := la
-		lc.Base, lc.Seed, lc.Workers = mk, seeds[i], rollWorkers
-		res, err := rl.Lookahead(ctx, c, w, cfg, lc)
-		if err != nil {
-			return fmt.Errorf("seed %d: %w", seeds[i], err)
-		}
-		rows[i] = lookaheadSeed{Seed: seeds[i], Decisions: res.Decisions, Evaluated: res.Evaluated, Changed: res.Changed, Rollouts: res.Rollouts,
-			BaseSlowdown: res.Base.MeanSlowdown, LookSlowdown: res.Lookahead.MeanSlowdown,
-			BaseAccrued: res.BaseAccrued, LookAccrued: res.LookaheadAccrued,
-			BaseSLA: res.Base.SLAViolationRate, LookSLA: res.Lookahead.SLAViolationRate}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return rows, nil
 }
