@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/tegrl/tegrl/rl"
 )
 
 func TestLookaheadCommand(t *testing.T) {
@@ -15,7 +17,7 @@ func TestLookaheadCommand(t *testing.T) {
 	var got struct {
 		Base  string          `json:"base"`
 		Every int             `json:"every"`
-		Seeds []lookaheadSeed `json:"seeds"`
+		Seeds []rl.LookaheadSeed `json:"seeds"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("output is not one JSON object: %v\n%s", err, out)
