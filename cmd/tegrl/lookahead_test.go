@@ -15,8 +15,8 @@ func TestLookaheadCommand(t *testing.T) {
 		t.Fatalf("lookahead: %v\nstderr: %s", err, stderr)
 	}
 	var got struct {
-		Base  string          `json:"base"`
-		Every int             `json:"every"`
+		Base  string             `json:"base"`
+		Every int                `json:"every"`
 		Seeds []rl.LookaheadSeed `json:"seeds"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
