@@ -225,3 +225,25 @@ func metricMap(m *env.Metrics) (map[string]float64, error) {
 	}
 	return out, nil
 }
+
+// Evaluate replays t under a, or with b set compares a and b on it (Diff
+// with opt), and returns the report tegrl replay prints. Progress, when
+// set, is told of each run's simulated time (run 0: a, 1: b).
+func Evaluate(ctx context.Context, t *Trace, a, b env.Scheduler, opt DiffOptions) (*Report, error) {
+	if b != nil {
+		d, err := Diff(ctx, t, a, b, opt)
+		if err != nil {
+			return nil, err
+		}
+		return NewReport(t, nil, d), nil
+	}
+	ro := Options{Governor: opt.Governor, Verify: opt.Verify}
+	if p := opt.Progress; p != nil {
+		ro.Progress = func(now float64) { p(0, now) }
+	}
+	res, err := Run(ctx, t, a, ro)
+	if err != nil {
+		return nil, err
+	}
+	return NewReport(t, res, nil), nil
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -40,4 +41,19 @@ func newProgress(w io.Writer, total int, desc string) progress {
 		progressbar.OptionClearOnFinish(),
 		progressbar.OptionFullWidth(),
 	)
+}
+
+// tickProgress adapts bar to runs simulations told of their simulated time
+// (from their own goroutines): one step per tick of each run.
+func tickProgress(bar progress, runs int, tick float64) func(run int, now float64) {
+	var mu sync.Mutex
+	done := make([]int, runs)
+	return func(run int, now float64) {
+		mu.Lock()
+		defer mu.Unlock()
+		if k := int(now/tick) - done[run]; k > 0 {
+			_ = bar.Add(k)
+			done[run] += k
+		}
+	}
 }

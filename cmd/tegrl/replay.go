@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/spf13/cobra"
 
+	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -90,48 +90,25 @@ func runReplay(cmd *cobra.Command, a *app, f *replayFlags) error {
 	a.log.Info("replay", "trace", t.Dir, "recorded", info.Scheduler, "machines", info.Machines, "jobs", info.Jobs,
 		"duration_s", info.DurationS, "scheduler", spec, "diff", f.diff, "governor", mode)
 
-	// Progress: simulated ticks of every run, when the run has a duration.
-	runs := 1
+	var b env.Scheduler
 	if f.diff != "" {
-		runs = 2
-	}
-	var progress func(run int, now float64)
-	if tick := t.Config.TickS; t.Config.DurationS > 0 {
-		bar := newProgress(a.stderr, runs*int(t.Config.DurationS/tick), "replay")
-		defer bar.Finish()
-		var mu sync.Mutex
-		done := make([]int, runs)
-		progress = func(run int, now float64) {
-			mu.Lock()
-			defer mu.Unlock()
-			if k := int(now/tick) - done[run]; k > 0 {
-				bar.Add(k)
-				done[run] += k
-			}
-		}
-	}
-
-	var rep *replay.Report
-	if f.diff == "" {
-		opt := replay.Options{Governor: mode}
-		if progress != nil {
-			opt.Progress = func(now float64) { progress(0, now) }
-		}
-		res, err := replay.Run(cmd.Context(), t, newA(), opt)
-		if err != nil {
-			return err
-		}
-		rep = replay.NewReport(t, res, nil)
-	} else {
 		newB, err := rl.SchedulerFactory(f.diff)
 		if err != nil {
 			return fmt.Errorf("--diff: %w", err)
 		}
-		d, err := replay.Diff(cmd.Context(), t, newA(), newB(), replay.DiffOptions{Governor: mode, Limit: f.limit, Progress: progress})
-		if err != nil {
-			return err
-		}
-		rep = replay.NewReport(t, nil, d)
+		b = newB()
+	}
+	var bar progress = noProgress{}
+	opt := replay.DiffOptions{Governor: mode, Limit: f.limit}
+	if tick := t.Config.TickS; t.Config.DurationS > 0 {
+		runs := map[bool]int{false: 1, true: 2}[b != nil]
+		bar = newProgress(a.stderr, runs*int(t.Config.DurationS/tick), "replay")
+		opt.Progress = tickProgress(bar, runs, tick)
+	}
+	rep, err := replay.Evaluate(cmd.Context(), t, newA(), b, opt)
+	_ = bar.Finish()
+	if err != nil {
+		return err
 	}
 	if f.jsonOut {
 		err = rep.WriteJSON(a.stdout)
