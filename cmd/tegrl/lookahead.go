@@ -23,6 +23,7 @@ func newLookaheadCmd(a *app) *cobra.Command {
 		workers    int
 		support    float64
 		jsonOut    bool
+		teg        *tegFlag
 	)
 	cmd := &cobra.Command{
 		Use:   "lookahead",
@@ -69,7 +70,13 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 			build := func(seed uint64) (*env.Cluster, *env.Workload, env.SimConfig, error) {
 				src := f
 				src.seed = seed
-				return src.build()
+				c, w, cfg, err := src.build()
+				if err != nil {
+					return c, w, cfg, err
+				}
+				t, err := teg.forSched(mk())
+				cfg.TEG = &t
+				return c, w, cfg, err
 			}
 			rows, err := rl.LookaheadSeeds(cmd.Context(), build, mk, ss, rl.LookaheadConfig{Every: every, Candidates: candidates, Support: support}, workers)
 			if err != nil {
@@ -88,6 +95,7 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
 	fl.IntVar(&candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
 	fl.IntVar(&workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
 	fl.Float64Var(&support, "support", 0, "try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)")
+	teg = addTEGFlag(fl)
 	fl.BoolVar(&jsonOut, "json", false, "print one JSON object (base, every, candidates, support, seeds: one object per seed)")
 	fl.IntVar(&f.machines, "machines", 96, "machines of the synthetic cluster")
 	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")

@@ -26,6 +26,7 @@ type tuneFlags struct {
 	top       int
 	outMD     string
 	workers   int
+	teg       *tegFlag
 }
 
 func newTuneCmd(a *app) *cobra.Command {
@@ -38,9 +39,10 @@ parameter grid and every seed, and ranks the points by the mean per-tick
 reward (0.5 task success + 0.3 energy + 0.2 latency). Use training seeds
 here and keep evaluation seeds apart.
 
-The grid is "name=v1,v2;name2=v3,v4" with the parameter names of
-tegrl simulate's flags: ` + strings.Join(env.TEGParamNames(), ", ") + `.
-Switches take 0 or 1.`,
+The grid is "name=v1,v2;name2=v3,v4" with the parameter names of --teg:
+` + strings.Join(env.TEGParamNames(), ", ") + `.
+Switches take 0 or 1. Each point changes the scheduler's governor with
+--teg's assignments applied.`,
 		Example: `  tegrl tune --scheduler langevin --seeds 1-3 --grid "temperature=0.01,0.05,0.2;w-frag=0,5,20"`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,6 +60,7 @@ Switches take 0 or 1.`,
 	fl.IntVar(&f.top, "top", 20, "rows to print (0: all)")
 	fl.StringVar(&f.outMD, "out-md", "", "also write the ranked table as Markdown, with the command line, to this file")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once (0: GOMAXPROCS)")
+	f.teg = addTEGFlag(fl)
 	return cmd
 }
 
@@ -86,6 +89,10 @@ func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 	if err != nil {
 		return fmt.Errorf("load cluster: %w", err)
 	}
+	base := env.GovernorTEG(f.scheduler)
+	if err := f.teg.apply(&base); err != nil {
+		return err
+	}
 	wcfg := env.DefaultWorkload
 	wcfg.Load, wcfg.Horizon = f.load, dur
 	total := len(seeds)
@@ -98,7 +105,7 @@ func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 		Cluster:   c,
 		Workload:  func(seed uint64) (*env.Workload, error) { return env.NewSyntheticWorkload(c, wcfg, seed) },
 		Scheduler: f.scheduler,
-		Base:      env.GovernorTEG(f.scheduler),
+		Base:      base,
 		Grid:      grid,
 		Seeds:     seeds,
 		Sim:       env.SimConfig{Duration: dur},
