@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
@@ -250,13 +249,8 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 		}
 		bar := newProgress(a.stderr, int(cfg.Duration/tick), "record")
 		defer bar.Finish()
-		done := 0
-		rc.Progress = func(now float64) {
-			if k := int(now / tick); k > done {
-				bar.Add(k - done)
-				done = k
-			}
-		}
+		p := tickProgress(bar, 1, tick)
+		rc.Progress = func(now float64) { p(0, now) }
 	}
 	if f.maxBytes < 0 {
 		return fmt.Errorf("--max-bytes %d: want >= 0 (0: no cap)", f.maxBytes)
@@ -303,7 +297,7 @@ fails) after the summary.`,
 				if err := printJSON(a.stdout, s); err != nil {
 					return err
 				}
-			} else if err := writeSummary(a.stdout, s); err != nil {
+			} else if err := s.WriteText(a.stdout); err != nil {
 				return err
 			}
 			if !s.Valid {
@@ -314,59 +308,4 @@ fails) after the summary.`,
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print one JSON object instead of text")
 	return cmd
-}
-
-// writeSummary prints an inspect summary for people.
-func writeSummary(w io.Writer, s *datasets.Summary) error {
-	fmt.Fprintf(w, "file:     %s\n", s.File)
-	fmt.Fprintf(w, "kind:     %s (format version %s)\n", orNone(s.Kind), orNone(s.FormatVersion))
-	match := "matches this build"
-	if !s.HashMatches {
-		match = "DIFFERS from this build's " + env.ObservationSchemaHash()
-	}
-	fmt.Fprintf(w, "hash:     %s (%s)\n", orNone(s.SchemaHash), match)
-	fmt.Fprintf(w, "rows:     %d in %d batches\n", s.Rows, s.Batches)
-	if s.Valid {
-		fmt.Fprintln(w, "valid:    yes")
-	} else {
-		fmt.Fprintf(w, "valid:    NO: %s\n", s.Error)
-	}
-	fmt.Fprintln(w, "metadata:")
-	for _, k := range datasets.SortedKeys(s.Metadata) {
-		v := s.Metadata[k]
-		if len(v) > 100 {
-			v = fmt.Sprintf("%s... (%d bytes)", v[:100], len(v))
-		}
-		fmt.Fprintf(w, "  %s: %s\n", k, v)
-	}
-	fmt.Fprintln(w, "fields:")
-	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	for _, f := range s.Fields {
-		null := ""
-		if f.Nullable {
-			null = "nullable"
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Name, f.Type, null)
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	fmt.Fprintln(w, "columns:")
-	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "  name\tcount\tnulls\tNaNs\tmin\tmean\tmax\t")
-	for _, c := range s.Columns {
-		if c.Finite == 0 {
-			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t-\t-\t-\t\n", c.Name, c.Count, c.Nulls, c.NaNs)
-			continue
-		}
-		fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%.6g\t%.6g\t%.6g\t\n", c.Name, c.Count, c.Nulls, c.NaNs, c.Min, c.Mean, c.Max)
-	}
-	return tw.Flush()
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "(none)"
-	}
-	return s
 }
