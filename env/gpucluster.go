@@ -109,6 +109,43 @@ func (c *GPUCluster) TotalGPUs() int {
 	return n
 }
 
+// LargestType is the most GPUs of one type (a gang runs on one type) and
+// that type's name.
+func (c *GPUCluster) LargestType() (int, string) {
+	n, name := 0, ""
+	for i, g := range c.Types {
+		if c.Capacity[i] > n {
+			n, name = c.Capacity[i], c.Table.GPUs[g]
+		}
+	}
+	return n, name
+}
+
+// CheckGang reports whether job j's gang can ever be placed: all its GPUs
+// of one type (the round simulator never mixes types in a gang), on a
+// type with at least Scale GPUs where its job type runs at that scale
+// factor. The error names the job and the sizes.
+func (c *GPUCluster) CheckGang(j DLJob) error {
+	most, name := c.LargestType()
+	switch {
+	case j.Scale < 1:
+		return fmt.Errorf("job %d asks %d GPUs: a gang needs at least 1", j.ID, j.Scale)
+	case j.Scale > most:
+		return fmt.Errorf("job %d asks a gang of %d GPUs: the cluster has %d GPUs, at most %d of one type (%s), and a gang runs on one type",
+			j.ID, j.Scale, c.TotalGPUs(), most, name)
+	}
+	if j.Model < 0 || j.Model >= len(c.Table.Models) {
+		return fmt.Errorf("job %d: job type %d is not in the throughput table (%d types)", j.ID, j.Model, len(c.Table.Models))
+	}
+	for i, g := range c.Types {
+		if c.Capacity[i] >= j.Scale && c.Table.Throughput(j.Model, g, j.Scale, false) > 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("job %d (%s) asks a gang of %d GPUs: no GPU type of the cluster (%s) has %d GPUs on which the throughput table runs it at that scale factor",
+		j.ID, c.Table.Models[j.Model], j.Scale, c, j.Scale)
+}
+
 // String gives the cluster as type=count pairs.
 func (c *GPUCluster) String() string {
 	var b strings.Builder

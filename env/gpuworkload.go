@@ -122,6 +122,51 @@ func NewGavelGenerator(t *ThroughputTable, cfg GavelWorkloadConfig) (*GavelGener
 		jobs: newPyRandom(cfg.Seed + 2), gaps: newPyRandom(cfg.Seed + 3)}, nil
 }
 
+// CheckCluster reports, before a run, a gang the generator may draw that
+// cluster c can never place: a scale factor above the most GPUs of one
+// type, or a job type drawn at some scale factor that runs on no type of c
+// with that many GPUs. Philly samples are named by their line in the
+// distribution's CSV (header on line 1).
+func (g *GavelGenerator) CheckCluster(c *GPUCluster) error {
+	type draw struct {
+		scale int
+		what  string
+	}
+	var draws []draw
+	switch {
+	case len(g.cfg.Philly) > 0:
+		seen := map[int]bool{}
+		for i, p := range g.cfg.Philly {
+			if !seen[p.GPUs] {
+				seen[p.GPUs] = true
+				draws = append(draws, draw{p.GPUs, fmt.Sprintf("Philly sample on line %d (%.0f s)", i+2, p.Duration)})
+			}
+		}
+	case g.cfg.Multi:
+		for _, sc := range []int{1, 2, 4, 8} {
+			draws = append(draws, draw{sc, "continuous-multiple job"})
+		}
+	default:
+		draws = append(draws, draw{1, "continuous-single job"})
+	}
+	most, name := c.LargestType()
+	for _, d := range draws {
+		if d.scale > most {
+			return fmt.Errorf("gavel workload: a %s asks a gang of %d GPUs: the cluster has %d GPUs, at most %d of one type (%s), and a gang runs on one type",
+				d.what, d.scale, c.TotalGPUs(), most, name)
+		}
+		for _, m := range g.types {
+			if g.t.Throughput(m, g.ref, d.scale, false) <= 0 {
+				continue // never drawn at this scale factor
+			}
+			if err := c.CheckGang(DLJob{ID: -1, Model: m, Scale: d.scale}); err != nil {
+				return fmt.Errorf("gavel workload: a %s of type %s asks a gang of %d GPUs that no GPU type of the cluster (%s) runs", d.what, g.t.Models[m], d.scale, c)
+			}
+		}
+	}
+	return nil
+}
+
 // gavelScale is Gavel's _generate_scale_factor (its comparisons, in order).
 func gavelScale(u float64) int {
 	switch {

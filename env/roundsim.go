@@ -88,6 +88,12 @@ type JobSource interface {
 	Next() DLJob
 }
 
+// ClusterChecker is a job source that can tell before the run whether
+// every job it may yield fits the cluster (GavelGenerator: its gang sizes).
+type ClusterChecker interface {
+	CheckCluster(c *GPUCluster) error
+}
+
 const noWorker = -1
 
 type rjob struct {
@@ -185,6 +191,11 @@ func NewRoundSim(c *GPUCluster, pol AllocationPolicy, src JobSource, cfg RoundCo
 	if c == nil || pol == nil || src == nil {
 		return nil, errors.New("round simulator: nil cluster, policy or job source")
 	}
+	if w, ok := src.(ClusterChecker); ok {
+		if err := w.CheckCluster(c); err != nil {
+			return nil, err
+		}
+	}
 	s := &RoundSim{c: c, cfg: cfg, pol: pol, src: src, nt: len(c.Types), pairDf: map[[2]int]*entry{},
 		rng: newPyRandom(cfg.Seed + 5)}
 	s.pack, _ = pol.(PackingPolicy)
@@ -269,7 +280,9 @@ func (s *RoundSim) Run() (RoundResult, error) {
 			s.now = s.pend.Arrival
 		}
 		for s.pend.Arrival <= s.now {
-			s.arrive()
+			if err := s.arrive(); err != nil {
+				return s.result(), err
+			}
 		}
 		if len(s.active) > cfg.MaxActive || (cfg.MaxSeconds > 0 && s.now > cfg.MaxSeconds) {
 			s.res.Saturated = true
@@ -324,10 +337,13 @@ func (s *RoundSim) newEntry(a, b, scale int) entry {
 	return e
 }
 
-func (s *RoundSim) arrive() {
+// arrive admits the pending job; a gang the cluster can never place is an
+// error (it would wait forever), not a smaller gang.
+func (s *RoundSim) arrive() error {
 	j := s.pend
-	if j.Scale < 1 || j.Scale > s.c.TotalGPUs() {
-		j.Scale = max(1, min(j.Scale, s.c.TotalGPUs())) // NewRoundSim's caller validates; keep the run going
+	j.ID = len(s.jobs)
+	if err := s.c.CheckGang(j); err != nil {
+		return fmt.Errorf("workload: %w", err)
 	}
 	s.jobs = append(s.jobs, rjob{DLJob: j, active: true, schedAt: -1})
 	s.sEnt = append(s.sEnt, s.newEntry(j.ID, -1, j.Scale))
@@ -338,9 +354,8 @@ func (s *RoundSim) arrive() {
 	s.active = append(s.active, j.ID)
 	s.needUpdate = true
 	s.pend = s.src.Next()
-	if s.pend.ID != len(s.jobs) {
-		s.pend.ID = len(s.jobs)
-	}
+	s.pend.ID = len(s.jobs)
+	return nil
 }
 
 // typeOfWorker is the cluster type index of worker w.

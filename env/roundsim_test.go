@@ -238,3 +238,73 @@ func TestRoundConfigErrors(t *testing.T) {
 		t.Errorf("unknown policy error %v", err)
 	}
 }
+
+// TestGangTooLarge: a gang the cluster can never place is an error naming
+// the job and the sizes, not a smaller gang. On 2 V100 + 2 K80 (4 GPUs in
+// all) a 3-GPU gang fits in no one type, and job type N at 2 GPUs has no
+// measured throughput anywhere (the table has N only at 1 GPU).
+func TestGangTooLarge(t *testing.T) {
+	tab := tinyTab(t)
+	cl, err := NewGPUCluster(tab, map[string]int{"v100": 2, "k80": 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, n := tab.Model("M"), tab.Model("N")
+	for _, c := range []struct {
+		bad  DLJob
+		want string
+	}{
+		{DLJob{Model: m, Scale: 3, Steps: 10}, "job 1 asks a gang of 3 GPUs: the cluster has 4 GPUs, at most 2 of one type (k80)"},
+		{DLJob{Model: m, Scale: 5, Steps: 10}, "job 1 asks a gang of 5 GPUs: the cluster has 4 GPUs"},
+		{DLJob{Model: m, Scale: 0, Steps: 10}, "job 1 asks 0 GPUs"},
+		{DLJob{Model: n, Scale: 2, Steps: 10}, "job 1 (N) asks a gang of 2 GPUs: no GPU type of the cluster (k80=2,v100=2)"},
+		{DLJob{Model: 7, Scale: 1, Steps: 10}, "job 1: job type 7 is not in the throughput table"},
+	} {
+		src := &sliceJobs{jobs: []DLJob{{Model: m, Scale: 2, Steps: 100}, c.bad}}
+		sim, err := NewRoundSim(cl, halfEach{}, src, RoundConfig{MeasureFrom: 0, MeasureTo: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = sim.Run()
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.bad, err, c.want)
+		}
+	}
+	// Gavel's generator is checked before the run: continuous-multiple
+	// draws gangs of 8, more than the 4:4:4 cluster has of one type.
+	gt, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	small, err := ParseGPUClusterSpec("4:4:4", gt, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := NewGavelGenerator(gt, GavelWorkloadConfig{Rate: 1, Multi: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewRoundSim(small, &FIFO{}, gen, RoundConfig{})
+	if want := "a continuous-multiple job asks a gang of 8 GPUs: the cluster has 12 GPUs, at most 4 of one type (k80)"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("4:4:4 multi: error %v, want %q", err, want)
+	}
+	// A Philly sample is named by its CSV line.
+	philly := []PhillySample{{Duration: 60, GPUs: 1}, {Duration: 120, GPUs: 8}}
+	gen, err = NewGavelGenerator(gt, GavelWorkloadConfig{Rate: 1, Philly: philly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewRoundSim(small, &FIFO{}, gen, RoundConfig{})
+	if want := "Philly sample on line 3 (120 s) asks a gang of 8 GPUs"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("4:4:4 Philly: error %v, want %q", err, want)
+	}
+	// Single-GPU jobs fit; so do gangs of 8 on 8:8:8.
+	if _, err := NewRoundSim(small, &FIFO{}, &sliceJobs{}, RoundConfig{}); err != nil {
+		t.Error(err)
+	}
+	big, _ := ParseGPUClusterSpec("8:8:8", gt, 1)
+	gen, _ = NewGavelGenerator(gt, GavelWorkloadConfig{Rate: 1, Multi: true})
+	if _, err := NewRoundSim(big, &FIFO{}, gen, RoundConfig{}); err != nil {
+		t.Error(err)
+	}
+}
