@@ -53,7 +53,7 @@ func Collect(ctx context.Context, teacher *rl.Policy, spec rl.EnvSpec, n int, se
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		d, err := e.ResetErr(seed + ep)
+		d, err := e.Reset(seed + ep)
 		if err != nil {
 			return nil, err
 		}

@@ -292,7 +292,7 @@ func (a *Actor) step(act env.Action) (Decision, float64, bool) {
 func (a *Actor) newEpisode() (Decision, error) {
 	a.seed = EpisodeSeed(a.cfg.Seed, a.cfg.ID, a.episode)
 	a.actions, a.epRet, a.epSteps = a.actions[:0], 0, 0
-	return a.env.ResetErr(a.seed)
+	return a.env.Reset(a.seed)
 }
 
 // quiet maps the ways an actor is told to stop to a nil error.

@@ -73,7 +73,7 @@ func BenchmarkActorStep(b *testing.B) {
 	defer e.Close()
 	rng := rand.New(rand.NewPCG(1, 1))
 	seed := uint64(1)
-	d := e.Reset(seed)
+	d := mustReset(b, e, seed)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -84,7 +84,7 @@ func BenchmarkActorStep(b *testing.B) {
 		var done bool
 		if d, _, done = e.Step(a); done || d.Obs == nil {
 			seed++
-			d = e.Reset(seed)
+			d = mustReset(b, e, seed)
 		}
 	}
 }
@@ -106,11 +106,11 @@ func BenchmarkLearnerUpdate(b *testing.B) {
 	}
 	defer e.Close()
 	rng := rand.New(rand.NewPCG(1, 1))
-	d := e.Reset(1)
+	d := mustReset(b, e, 1)
 	var logp, val []float32
 	for s.Len() < cfg.BatchSize {
 		if d.Obs == nil {
-			d = e.Reset(uint64(s.Len() + 2))
+			d = mustReset(b, e, uint64(s.Len()+2))
 			continue
 		}
 		if !p.Featurize(d, &s) {
@@ -158,7 +158,7 @@ func BenchmarkSaturationDecision(b *testing.B) {
 	}
 	defer e.Close()
 	rng := rand.New(rand.NewPCG(1, 1))
-	d, err := e.ResetErr(42)
+	d, err := e.Reset(42)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func BenchmarkPolicySample(b *testing.B) {
 			var s Samples
 			s.Configure(gnnCfg) // graph rows for every policy
 			rng := rand.New(rand.NewPCG(1, 1))
-			for d := e.Reset(1); s.Len() < 256 && d.Obs != nil; {
+			for d := mustReset(b, e, 1); s.Len() < 256 && d.Obs != nil; {
 				if !p.Featurize(d, &s) {
 					d, _, _ = e.Step(env.Wait)
 					continue
@@ -242,7 +242,7 @@ func BenchmarkPolicyDecide(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer e.Close()
-			d, err := e.ResetErr(1)
+			d, err := e.Reset(1)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -34,14 +34,14 @@ const (
 )
 
 // Reset implements Env: the state starts uniform in ±0.05.
-func (c *CartPole) Reset(seed uint64) []float32 {
+func (c *CartPole) Reset(seed uint64) ([]float32, error) {
 	c.rng = rand.New(rand.NewPCG(seed, 0x63617274706f6c65)) // "cartpole"
 	c.x = c.rng.Float64()*0.1 - 0.05
 	c.xDot = c.rng.Float64()*0.1 - 0.05
 	c.theta = c.rng.Float64()*0.1 - 0.05
 	c.thetaDot = c.rng.Float64()*0.1 - 0.05
 	c.steps = 0
-	return c.observe()
+	return c.observe(), nil
 }
 
 // Step implements Env.

@@ -8,7 +8,9 @@ import (
 // Gymnasium's CartPole-v1 equations computed by hand.
 func TestCartPoleDynamics(t *testing.T) {
 	var c CartPole
-	c.Reset(1)
+	if _, err := c.Reset(1); err != nil {
+		t.Fatal(err)
+	}
 	c.x, c.xDot, c.theta, c.thetaDot = 0, 0, 0, 0
 	o, r, done := c.Step(1)
 	// From rest, pushing right: x stays, ẋ = τ·ẍ with
@@ -35,7 +37,9 @@ func TestCartPoleDynamics(t *testing.T) {
 		t.Fatalf("pole fell after %d steps", n)
 	}
 	// The time limit truncates at 500 steps.
-	c.Reset(2)
+	if _, err := c.Reset(2); err != nil {
+		t.Fatal(err)
+	}
 	c.x, c.xDot, c.theta, c.thetaDot = 0, 0, 0, 0
 	c.steps = CartPoleMaxSteps - 1
 	if _, _, done = c.Step(0); !done {

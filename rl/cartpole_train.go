@@ -77,7 +77,8 @@ func TrainCartPole(run CartPoleRun, progress func(step int, st UpdateStats, res 
 	obs := make([]float32, n*4)
 	epRet := make([]float64, n)
 	for e := range envs {
-		copy(obs[e*4:], envs[e].Reset(run.Seed*1000+uint64(e)))
+		o, _ := envs[e].Reset(run.Seed*1000 + uint64(e)) // CartPole's Reset never fails
+		copy(obs[e*4:], o)
 	}
 	episodes := uint64(n)
 	size := n * T
@@ -118,7 +119,7 @@ func TrainCartPole(run CartPoleRun, progress func(step int, st UpdateStats, res 
 					res.Returns = append(res.Returns, epRet[e])
 					res.EndStep = append(res.EndStep, step)
 					epRet[e] = 0
-					o = envs[e].Reset(run.Seed*1000 + episodes)
+					o, _ = envs[e].Reset(run.Seed*1000 + episodes)
 					episodes++
 				}
 				copy(obs[e*4:], o)

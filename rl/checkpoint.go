@@ -93,7 +93,7 @@ func (a *Actor) replay(st *ActorState) (Decision, error) {
 	}
 	a.episode, a.seed, a.segments, a.Steps, a.version = st.Episode, st.Seed, st.Segments, st.Steps, st.Version
 	a.lastNewer = timeNow()
-	d, err := a.env.ResetErr(a.seed)
+	d, err := a.env.Reset(a.seed)
 	if err != nil {
 		return Decision{}, err
 	}

@@ -217,17 +217,9 @@ func (p *proxy) Decide(obs *env.Observation, rng *rand.Rand) env.Action {
 }
 
 // Reset implements Env. It returns a Decision with a nil Obs when the
-// episode has no decision at all.
-func (e *ClusterEnv) Reset(seed uint64) Decision {
-	d, err := e.reset(seed)
-	if err != nil {
-		panic(err) // Env has no error path; actors call ResetErr
-	}
-	return d
-}
-
-// ResetErr is Reset with the source's or the simulator's error returned.
-func (e *ClusterEnv) ResetErr(seed uint64) (Decision, error) { return e.reset(seed) }
+// episode has no decision at all, and the source's or the simulator's
+// error when the episode cannot be built.
+func (e *ClusterEnv) Reset(seed uint64) (Decision, error) { return e.reset(seed) }
 
 func (e *ClusterEnv) reset(seed uint64) (Decision, error) {
 	if e.stop != nil {

@@ -24,7 +24,7 @@ func TestGNNFeatures(t *testing.T) {
 	}
 	e := smallEnv(t)
 	defer e.Close()
-	d := e.Reset(5)
+	d := mustReset(t, e, 5)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tens env.Tensors
 	checked := 0

@@ -32,7 +32,7 @@ func TestClusterEnvEpisode(t *testing.T) {
 		e := smallEnv(t)
 		defer e.Close()
 		sched := NewScheduler(p, SchedulerConfig{Name: "policy", Sample: true, Seed: 9})
-		d := e.Reset(3)
+		d := mustReset(t, e, 3)
 		steps, ret := 0, 0.0
 		for d.Obs != nil {
 			a, _, _, ok := p.Act(d, sched.rng, false)
@@ -101,7 +101,7 @@ func TestFeatures(t *testing.T) {
 	}
 	e := smallEnv(t)
 	defer e.Close()
-	d := e.Reset(5)
+	d := mustReset(t, e, 5)
 	rng := rand.New(rand.NewPCG(1, 2))
 	var tens env.Tensors
 	checked := 0
@@ -196,7 +196,7 @@ func TestPolicyActivation(t *testing.T) {
 	var s Samples
 	s.Configure(cfg)
 	rng := rand.New(rand.NewPCG(1, 1))
-	for d := e.Reset(1); s.Len() < 32 && d.Obs != nil; {
+	for d := mustReset(t, e, 1); s.Len() < 32 && d.Obs != nil; {
 		a := env.Wait
 		if p.Featurize(d, &s) {
 			a, _, _ = p.Sample(&s, s.Len()-1, rng, false)
@@ -245,7 +245,7 @@ func TestPolicyActivation(t *testing.T) {
 			t.Fatalf("context unit %d: %v, by hand %v", o, got[o], z)
 		}
 	}
-	d := e.Reset(2)
+	d := mustReset(t, e, 2)
 	for n := 0; n < 5 && d.Obs != nil; n++ {
 		d, _, _ = e.Step(env.Wait)
 	}
@@ -287,7 +287,7 @@ func TestPolicyDecide(t *testing.T) {
 		e := c.env(t)
 		rng := rand.New(rand.NewPCG(1, 1))
 		n, placed, gpu := 0, 0, 0
-		d, err := e.ResetErr(5)
+		d, err := e.Reset(5)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -313,7 +313,7 @@ func TestPolicyDecide(t *testing.T) {
 		if placed < 50 || (cfg.Features == FeaturesSaturation && gpu == 0) {
 			t.Fatalf("%+v: %d decisions placed, %d on a chosen GPU other than 0", cfg, placed, gpu)
 		}
-		d, _ = e.ResetErr(6)
+		d, _ = e.Reset(6)
 		if n := testing.AllocsPerRun(100, func() { p.Decide(d) }); n != 0 {
 			t.Errorf("%+v: %v allocations a decision", cfg, n)
 		}
@@ -342,7 +342,7 @@ func TestClusterEnvShaping(t *testing.T) {
 	defer plain.Close()
 	defer shaped.Close()
 	rng := rand.New(rand.NewPCG(4, 4))
-	d, ds := plain.Reset(3), shaped.Reset(3)
+	d, ds := mustReset(t, plain, 3), mustReset(t, shaped, 3)
 	prev := horizon * shaped.Baseline().SlowdownRate()
 	steps, nonzero := 0, 0
 	for d.Obs != nil && ds.Obs != nil {

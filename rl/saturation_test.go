@@ -36,7 +36,7 @@ func satEpisode(t *testing.T, sw *SaturationWorkload, seed uint64, pick func(n i
 	defer e.Close()
 	f := Featurizer{Force: -1, Saturation: true}
 	s := Samples{K: 8}
-	d, err := e.ResetErr(seed)
+	d, err := e.Reset(seed)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestSaturationActAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	d, err := e.ResetErr(3)
+	d, err := e.Reset(3)
 	if err != nil {
 		t.Fatal(err)
 	}

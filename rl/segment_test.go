@@ -27,7 +27,7 @@ func testSegment(t testing.TB, n int, encoder string) *Segment {
 	rng := rand.New(rand.NewPCG(1, 1))
 	var seg Segment
 	seg.Reset(8, encoder == EncoderGNN)
-	d := e.Reset(1)
+	d := mustReset(t, e, 1)
 	for seg.Len() < n && d.Obs != nil {
 		var one Samples
 		one.Configure(cfg)
@@ -181,4 +181,14 @@ func TestSegmentDecodedSize(t *testing.T) {
 	if err := DecodeSegment(b, &s, 0, false); !errors.Is(err, ErrSegmentFormat) || !strings.Contains(err.Error(), "MB") {
 		t.Fatalf("oversized segment: %v", err)
 	}
+}
+
+// mustReset resets e, failing the test on an error.
+func mustReset(tb testing.TB, e *ClusterEnv, seed uint64) Decision {
+	tb.Helper()
+	d, err := e.Reset(seed)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return d
 }

@@ -211,7 +211,7 @@ func decisionLatency(teacher, student *rl.Policy, machines, n int) (teacherUS, s
 		return 0, 0, err
 	}
 	defer e.Close()
-	d, err := e.ResetErr(1)
+	d, err := e.Reset(1)
 	if err != nil {
 		return 0, 0, err
 	}
