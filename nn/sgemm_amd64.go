@@ -2,6 +2,8 @@
 
 package nn
 
+//go:generate go run ./internal/asmgen -out sgemm_amd64.s
+
 import "golang.org/x/sys/cpu"
 
 // haveAVX2 is true where the AVX2/FMA kernels of this file can run: the

@@ -1,0 +1,85 @@
+// Package asm writes nn/sgemm_amd64.s: the kernels' unrolled register
+// blocks are loops here, their comments and one-off instructions text.
+package asm
+
+import (
+	"fmt"
+	"strings"
+)
+
+type emitter struct{ b strings.Builder }
+
+// t writes assembly text as it is.
+func (e *emitter) t(s string) { e.b.WriteString(s) }
+
+// i writes one instruction.
+func (e *emitter) i(op string, args ...string) {
+	e.b.WriteString("\t" + op + " " + strings.Join(args, ", ") + "\n")
+}
+
+// ic writes one instruction with a trailing comment.
+func (e *emitter) ic(comment, op string, args ...string) {
+	e.b.WriteString("\t" + op + " " + strings.Join(args, ", ") + " // " + comment + "\n")
+}
+
+func (e *emitter) label(l string) { e.b.WriteString(l + ":\n") }
+
+// zero clears each register with op r, r, r.
+func (e *emitter) zero(op string, regs ...string) {
+	for _, r := range regs {
+		e.i(op, r, r, r)
+	}
+}
+
+// ld writes n loads op off(base), reg, the offsets stride apart.
+func (e *emitter) ld(op string, n, stride int, base string, reg func(int) string) {
+	for k := range n {
+		e.i(op, at(k*stride, base), reg(k))
+	}
+}
+
+// st writes n stores op reg, off(base), the offsets stride apart.
+func (e *emitter) st(op string, n, stride int, reg func(int) string, base string) {
+	for k := range n {
+		e.i(op, reg(k), at(k*stride, base))
+	}
+}
+
+// y, z and k name vector and mask registers.
+func y(n int) string { return fmt.Sprintf("Y%d", n) }
+func z(n int) string { return fmt.Sprintf("Z%d", n) }
+func k(n int) string { return fmt.Sprintf("K%d", n) }
+
+// ys and zs are register r0+i, for ld and st.
+func ys(r0 int) func(int) string { return func(i int) string { return y(r0 + i) } }
+func zs(r0 int) func(int) string { return func(i int) string { return z(r0 + i) } }
+
+// rng lists registers first, first+1, … of a name ("Y", "Z").
+func rng(name string, first, n int) []string {
+	r := make([]string, n)
+	for i := range r {
+		r[i] = fmt.Sprintf("%s%d", name, first+i)
+	}
+	return r
+}
+
+// at is a memory operand with its offset always written, "0(SI)".
+func at(off int, base string) string { return fmt.Sprintf("%d%s", off, base) }
+
+// at0 is one whose zero offset is left out, "(SI)".
+func at0(off int, base string) string {
+	if off == 0 {
+		return base
+	}
+	return at(off, base)
+}
+
+// imm is an immediate operand.
+func imm(v int) string { return fmt.Sprintf("$%d", v) }
+
+// Generate returns the text of sgemm_amd64.s.
+func Generate() []byte {
+	var e emitter
+	kernels(&e)
+	return []byte(e.b.String())
+}

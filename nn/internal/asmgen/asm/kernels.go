@@ -1,0 +1,1997 @@
+package asm
+
+// kernels writes the file, kernel by kernel in its order.
+func kernels(e *emitter) {
+	e.t(`//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func sgemmKernel6x16(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
+//
+// c[0:6, 0:16] (row stride ldc) = Σ_p a[r*lda+p*step]·b[p*16+j] + add[r*ldadd+j]
+// (nothing added where add is nil; the add is after the sum, so it can be
+// c itself, ldadd = ldc, or one bias row for all, ldadd = 0), then, if
+// relu, max(·, 0) with Go's semantics (RELU below):
+// a is six rows of A read in place (row stride lda, step between
+// consecutive elements of a row: 1 for a row-major A, the leading
+// dimension for a transposed one, whose six rows are then six adjacent
+// columns), b a packed 16-column panel of B, k deep. Y0-Y11 hold the 6×16
+// tile, Y12-Y13 a row of b, Y14-Y15 the broadcast elements of a. k must
+// be at least 1.
+TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-73
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	MOVQ b+32(FP), DI
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+`)
+	avx2Gemm().emit(e)
+
+	e.t(`
+// The kernels' ReLU, x → max(x, 0) as Go's max computes it, is VMAXPS x,
+// zero, x (Intel's src1 = zero, src2 = x: zero where 0 > x, else x, so a
+// NaN x stays itself) then x + 0, which turns −0 into +0 and leaves every
+// other value as it is.
+
+// func axpyAVX(y *float32, a float32, x *float32, n int)
+//
+// y[0:n] += a·x[0:n] for n a multiple of 8.
+TEXT ·axpyAVX(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	VBROADCASTSS a+8(FP), Y0
+	MOVQ x+16(FP), SI
+	MOVQ n+24(FP), CX
+loop32:
+	CMPQ CX, $32
+	JLT loop8
+`)
+	e.ld("VMOVUPS", 4, 32, "(SI)", ys(1))
+	for j := range 4 {
+		e.i("VFMADD213PS", at(32*j, "(DI)"), "Y0", y(1+j))
+	}
+	e.st("VMOVUPS", 4, 32, ys(1), "(DI)")
+	e.t(`	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP loop32
+loop8:
+	CMPQ CX, $8
+	JLT done
+	VMOVUPS (SI), Y1
+	VFMADD213PS (DI), Y0, Y1
+	VMOVUPS Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP loop8
+done:
+	VZEROUPPER
+	RET
+
+// GOMAX computes, in Y2, max(Y0, Y1) as Go's built-in max does: the larger
+// value, +0 for a +0 and a −0, and NaN when either is NaN. VMAXPS alone
+// returns its second operand on ties and when either is NaN, so ties take
+// Y0 AND Y1 (the same value, or +0 for mixed zeros) and a NaN in Y0 is put
+// back. Clobbers Y3-Y5.
+#define GOMAX \
+	VMAXPS Y1, Y0, Y2; \
+	VCMPPS $0, Y1, Y0, Y3; \
+	VANDPS Y1, Y0, Y4; \
+	VBLENDVPS Y3, Y4, Y2, Y2; \
+	VCMPPS $3, Y0, Y0, Y5; \
+	VBLENDVPS Y5, Y0, Y2, Y2
+
+// func maxAVX(y, x *float32, n int)
+//
+// y[i] = max(y[i], x[i]) for n a multiple of 8.
+TEXT ·maxAVX(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+maxloop:
+	CMPQ CX, $8
+	JLT maxdone
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP maxloop
+maxdone:
+	VZEROUPPER
+	RET
+
+// func reluAVX(y, x *float32, n int)
+//
+// y[i] = max(x[i], 0) for n a multiple of 8.
+TEXT ·reluAVX(SB), NOSPLIT, $0-24
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y1, Y1, Y1
+reluloop:
+	CMPQ CX, $8
+	JLT reludone
+	VMOVUPS (SI), Y0
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP reluloop
+reludone:
+	VZEROUPPER
+	RET
+
+// func reluGradAVX(dst, x, grad *float32, n int)
+//
+// dst[i] = grad[i] where x[i]'s bits, read as an int32, are positive (x > 0),
+// else 0, as reluGrad32, for n a multiple of 8.
+TEXT ·reluGradAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ grad+16(FP), DX
+	MOVQ n+24(FP), CX
+	VPXOR Y2, Y2, Y2
+rgloop:
+	CMPQ CX, $8
+	JLT rgdone
+	VMOVDQU (SI), Y0
+	VPCMPGTD Y2, Y0, Y1 // x > 0 as int32
+	VPAND (DX), Y1, Y1
+	VMOVDQU Y1, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP rgloop
+rgdone:
+	VZEROUPPER
+	RET
+
+// func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
+//
+// For n a multiple of 8: arg[j] = e where row[j] > out[j] (ordered, so a
+// NaN never wins), then out[j] = max(out[j], row[j]) as maxAVX.
+TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ row+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVL e+32(FP), AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+maloop:
+	CMPQ CX, $8
+	JLT madone
+	VMOVUPS (DI), Y0
+	VMOVUPS (SI), Y1
+	VCMPPS $30, Y0, Y1, Y6 // row > out (GT_OQ)
+	VMOVDQU (R9), Y7
+	VBLENDVPS Y6, Y8, Y7, Y7
+	VMOVDQU Y7, (R9)
+	GOMAX
+	VMOVUPS Y2, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, R9
+	SUBQ $8, CX
+	JMP maloop
+madone:
+	VZEROUPPER
+	RET
+
+// func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
+//
+// For n a multiple of 8: mask[j] = all ones where arg[j] == e and out[j]
+// is not NaN, else 0; returns how many lanes are set.
+TEXT ·routeMaskAVX(SB), NOSPLIT, $0-48
+	MOVQ mask+0(FP), DI
+	MOVQ arg+8(FP), SI
+	MOVL e+16(FP), AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8
+	MOVQ out+24(FP), DX
+	MOVQ n+32(FP), CX
+	XORQ AX, AX
+rmloop:
+	CMPQ CX, $8
+	JLT rmdone
+	VPCMPEQD (SI), Y8, Y1
+	VMOVUPS (DX), Y0
+	VCMPPS $7, Y0, Y0, Y2 // ordered: not NaN
+	VANDPS Y2, Y1, Y1
+	VMOVUPS Y1, (DI)
+	VMOVMSKPS Y1, BX
+	POPCNTL BX, BX
+	ADDQ BX, AX
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP rmloop
+rmdone:
+	VZEROUPPER
+	MOVQ AX, ret+40(FP)
+	RET
+
+// func routeAVX(y *float32, w float32, grad *float32, mask *float32, n int)
+//
+// For n a multiple of 8: y[j] += w·grad[j] (a product rounded, then a sum
+// rounded, as Go computes it) where mask[j] is set; other lanes keep y[j].
+TEXT ·routeAVX(SB), NOSPLIT, $0-40
+	MOVQ y+0(FP), DI
+	VBROADCASTSS w+8(FP), Y8
+	MOVQ grad+16(FP), SI
+	MOVQ mask+24(FP), DX
+	MOVQ n+32(FP), CX
+rtloop:
+	CMPQ CX, $8
+	JLT rtdone
+	VMOVUPS (DI), Y0
+	VMULPS (SI), Y8, Y1
+	VADDPS Y1, Y0, Y1
+	VMOVUPS (DX), Y2
+	VBLENDVPS Y2, Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	ADDQ $32, DX
+	SUBQ $8, CX
+	JMP rtloop
+rtdone:
+	VZEROUPPER
+	RET
+
+// func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
+//
+// dst[j] = Σ_{e<n} w[e]·x[idx[e]*stride+j] for j < cols, a multiple of 8:
+// each term a fused multiply-add into a sum that starts at +0, edges in
+// order, so the sums are axpyAVX's into a cleared row, bit for bit. A nil
+// w means weights 1. Sixty-four columns live in Y0-Y7 while the edges
+// stream past, so a destination row is written once, not once per edge.
+TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
+	MOVQ dst+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ n+32(FP), R10
+	MOVQ stride+40(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+48(FP), CX
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Y8
+sr64:
+	CMPQ CX, $64
+	JLT sr8
+`)
+	e.zero("VXORPS", rng("Y", 0, 8)...)
+	e.t(`	XORQ BX, BX
+sr64e:
+	CMPQ BX, R10
+	JGE sr64s
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ sr64f
+	VBROADCASTSS (R9)(BX*4), Y8
+sr64f:
+`)
+	for j := range 8 {
+		e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
+	}
+	e.t(`	INCQ BX
+	JMP sr64e
+sr64s:
+`)
+	e.st("VMOVUPS", 8, 32, ys(0), "(DI)")
+	e.t(`	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP sr64
+sr8:
+	CMPQ CX, $8
+	JLT srdone
+	VXORPS Y0, Y0, Y0
+	XORQ BX, BX
+sr8e:
+	CMPQ BX, R10
+	JGE sr8s
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ sr8f
+	VBROADCASTSS (R9)(BX*4), Y8
+sr8f:
+	VFMADD231PS 0(AX), Y8, Y0
+	INCQ BX
+	JMP sr8e
+sr8s:
+	VMOVUPS Y0, 0(DI)
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP sr8
+srdone:
+	VZEROUPPER
+	RET
+
+// func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
+//
+// For e < n in order: y[idx[e]*stride+j] += w[e]·grad[j] for j < cols, a
+// multiple of 8, each a fused multiply-add as axpyAVX's (a nil w means
+// weights 1). Sixty-four columns of grad stay in Y0-Y7 across the edges.
+TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
+	MOVQ y+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ idx+16(FP), R8
+	MOVQ w+24(FP), R9
+	MOVQ n+32(FP), R10
+	MOVQ stride+40(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+48(FP), CX
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Y8
+sc64:
+	CMPQ CX, $64
+	JLT sc8
+`)
+	e.ld("VMOVUPS", 8, 32, "(SI)", ys(0))
+	e.t(`	XORQ BX, BX
+sc64e:
+	CMPQ BX, R10
+	JGE sc64n
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	TESTQ R9, R9
+	JZ sc64f
+	VBROADCASTSS (R9)(BX*4), Y8
+sc64f:
+`)
+	// Four columns at a time through Y9-Y12: y += w·grad, fused.
+	for h := range 2 {
+		for j := range 4 {
+			e.i("VMOVAPS", y(4*h+j), y(9+j))
+		}
+		for j := range 4 {
+			e.i("VFMADD213PS", at(128*h+32*j, "(AX)"), "Y8", y(9+j))
+		}
+		for j := range 4 {
+			e.i("VMOVUPS", y(9+j), at(128*h+32*j, "(AX)"))
+		}
+	}
+	e.t(`	INCQ BX
+	JMP sc64e
+sc64n:
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP sc64
+sc8:
+	CMPQ CX, $8
+	JLT scdone
+	VMOVUPS 0(SI), Y0
+	XORQ BX, BX
+sc8e:
+	CMPQ BX, R10
+	JGE sc8n
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	TESTQ R9, R9
+	JZ sc8f
+	VBROADCASTSS (R9)(BX*4), Y8
+sc8f:
+	VMOVAPS Y0, Y9
+	VFMADD213PS 0(AX), Y8, Y9
+	VMOVUPS Y9, 0(AX)
+	INCQ BX
+	JMP sc8e
+sc8n:
+	ADDQ $32, DI
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP sc8
+scdone:
+	VZEROUPPER
+	RET
+
+// func packRows16AVX(dst, src *float32, ld, k int)
+//
+// dst[p*16+j] = src[p*ld+j] for p < k, j < 16: a 16-column panel of an
+// untransposed B, two AVX moves per row.
+TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8
+	MOVQ k+24(FP), CX
+pr16:
+	CMPQ CX, $2
+	JLT pr16one
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS 0(SI)(R8*1), Y2
+	VMOVUPS 32(SI)(R8*1), Y3
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+	VMOVUPS Y2, 64(DI)
+	VMOVUPS Y3, 96(DI)
+	LEAQ (SI)(R8*2), SI
+	ADDQ $128, DI
+	SUBQ $2, CX
+	JMP pr16
+pr16one:
+	TESTQ CX, CX
+	JZ pr16done
+	VMOVUPS 0(SI), Y0
+	VMOVUPS 32(SI), Y1
+	VMOVUPS Y0, 0(DI)
+	VMOVUPS Y1, 32(DI)
+pr16done:
+	VZEROUPPER
+	RET
+
+// func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
+//
+// sgemmKernel6x16 twice as wide, in AVX-512 registers: c[0:6, 0:32] =
+// Σ_p a[r*lda+p*step]·b[...] + add[r*ldadd+j], where b holds two packed
+// 16-column panels back to back (k rows of 16 each, as packB writes them).
+// Each element is the same chain of fused multiply-adds from zero, in the
+// same order, then the same add, so the bits equal those of two
+// sgemmKernel6x16 calls. Z0-Z11 hold the 6×32 tile, Z12-Z13 a row of the
+// two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
+TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez6
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez6
+bplacez6:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez6:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+`)
+	zGemm(6, "").emit(e)
+	e.t(`
+// func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
+//
+// sgemmKernel6x32Z for twelve rows: Z0-Z23 hold the 12×32 tile, Z24-Z25 a
+// row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
+TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	LEAQ (R11)(R10*2), R13
+	ADDQ R10, R13 // row 6
+	LEAQ (R13)(R10*2), R14
+	ADDQ R10, R14 // row 9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez12
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez12
+bplacez12:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez12:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	// Fetch the tile of c early: it is added to or stored at the end, and
+	// on large matrices comes from memory.
+	MOVQ DX, R9
+`)
+	zGemm(12, "12").emit(e)
+
+	e.t(`
+// func addAVX(dst, a, b *float32, n int)
+//
+// dst[i] = a[i] + b[i] for n a multiple of 8 (dst may be a or b).
+TEXT ·addAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ a+8(FP), SI
+	MOVQ b+16(FP), DX
+	MOVQ n+24(FP), CX
+add32:
+	CMPQ CX, $32
+	JLT add8
+`)
+	e.ld("VMOVUPS", 4, 32, "(SI)", ys(0))
+	for j := range 4 {
+		e.i("VADDPS", at(32*j, "(DX)"), y(j), y(j))
+	}
+	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
+	e.t(`	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP add32
+add8:
+	CMPQ CX, $8
+	JLT adddone
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP add8
+adddone:
+	VZEROUPPER
+	RET
+
+// func addPairAVX(dst, b, c *float32, n int)
+//
+// dst[i] += b[i] + c[i], the pair summed first, for n a multiple of 8.
+TEXT ·addPairAVX(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ b+8(FP), SI
+	MOVQ c+16(FP), DX
+	MOVQ n+24(FP), CX
+pair32:
+	CMPQ CX, $32
+	JLT pair8
+`)
+	e.ld("VMOVUPS", 4, 32, "(SI)", ys(0))
+	for _, src := range []string{"(DX)", "(DI)"} {
+		for j := range 4 {
+			e.i("VADDPS", at(32*j, src), y(j), y(j))
+		}
+	}
+	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
+	e.t(`	ADDQ $128, SI
+	ADDQ $128, DX
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP pair32
+pair8:
+	CMPQ CX, $8
+	JLT pairdone
+	VMOVUPS (SI), Y0
+	VADDPS (DX), Y0, Y0
+	VADDPS (DI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DX
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP pair8
+pairdone:
+	VZEROUPPER
+	RET
+
+// func addReluAVX(dst, src *float32, n int)
+//
+// dst[i] = max(dst[i] + src[i], 0) (Go's max) for n a multiple of 8.
+TEXT ·addReluAVX(SB), NOSPLIT, $0-24
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ n+16(FP), CX
+	VXORPS Y15, Y15, Y15
+ar32:
+	CMPQ CX, $32
+	JLT ar8
+`)
+	e.ld("VMOVUPS", 4, 32, "(DI)", ys(0))
+	for j := range 4 {
+		e.i("VADDPS", at(32*j, "(SI)"), y(j), y(j))
+	}
+	for j := range 4 {
+		e.i("VMAXPS", y(j), "Y15", y(j))
+	}
+	for j := range 4 {
+		e.i("VADDPS", "Y15", y(j), y(j))
+	}
+	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
+	e.t(`	ADDQ $128, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP ar32
+ar8:
+	CMPQ CX, $8
+	JLT ardone
+	VMOVUPS (DI), Y0
+	VADDPS (SI), Y0, Y0
+	VMAXPS Y0, Y15, Y0
+	VADDPS Y15, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP ar8
+ardone:
+	VZEROUPPER
+	RET
+
+// func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32)
+//
+// maxArgAVX in AVX-512, sixteen lanes at a time, for n a multiple of 16:
+// arg[j] = e where row[j] > out[j] (a masked store), and out[j] =
+// max(out[j], row[j]) with GOMAX's rules in mask registers (ties take
+// out AND row, a NaN in out is put back).
+TEXT ·maxArgZ(SB), NOSPLIT, $0-36
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ row+16(FP), SI
+	MOVQ n+24(FP), CX
+	MOVL e+32(FP), AX
+	VPBROADCASTD AX, Z8
+mzloop:
+	CMPQ CX, $16
+	JLT mzdone
+	VMOVUPS (DI), Z0
+	VMOVUPS (SI), Z1
+	VCMPPS $30, Z0, Z1, K1 // row > out (GT_OQ)
+	VMOVDQU32 Z8, K1, (R9)
+	VMAXPS Z1, Z0, Z2
+	VCMPPS $0, Z1, Z0, K2 // ties
+	VPANDD Z1, Z0, Z4
+	VMOVAPS Z4, K2, Z2
+	VCMPPS $3, Z0, Z0, K3 // a NaN in out
+	VMOVAPS Z0, K3, Z2
+	VMOVUPS Z2, (DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	ADDQ $64, R9
+	SUBQ $16, CX
+	JMP mzloop
+mzdone:
+	VZEROUPPER
+	RET
+
+// func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int)
+//
+// The messages of n consecutive rows of a sparse product, all in one
+// segment, taken into that segment's maximum without being stored: row
+// i < n (numbered e+i) has the entries [ptr[i], ptr[i+1]) of idx and w
+// (w nil: weights 1), and its message, Σ w·x[idx·stride+j] in spmmRowAVX's
+// arithmetic, goes into out[j] and arg[j] as maxArgZ would take it (arg
+// nil: no argmax), for j < cols, a multiple of 64. fresh: the segment
+// has no row yet, so out and arg are not read but start at −∞ and e (the
+// first row sets every column's argmax). Per 64-column block,
+// Z0-Z3 hold the maximum, Z4-Z7 the argmax and Z8-Z11 the message, so
+// neither touches memory between rows.
+TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ ptr+24(FP), R8
+	MOVQ idx+32(FP), R12
+	MOVQ w+40(FP), R13
+	MOVQ n+48(FP), R14
+	MOVQ stride+64(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+72(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
+	VMOVD AX, X12
+	VBROADCASTSS X12, Z12
+	MOVL $1, AX
+	VPBROADCASTD AX, Z17
+smblk:
+	CMPQ CX, $64
+	JLT smdone
+	MOVL e+56(FP), AX
+	VPBROADCASTD AX, Z16 // the row's number, for the argmax
+	MOVBLZX fresh+60(FP), AX
+	TESTQ AX, AX
+	JZ smload
+	MOVL $0xff800000, AX // −∞
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+	VMOVDQA32 Z16, Z4
+	VMOVDQA32 Z16, Z5
+	VMOVDQA32 Z16, Z6
+	VMOVDQA32 Z16, Z7
+	JMP smrows
+smload:
+	VMOVUPS 0(DI)(R15*1), Z0
+	VMOVUPS 64(DI)(R15*1), Z1
+	VMOVUPS 128(DI)(R15*1), Z2
+	VMOVUPS 192(DI)(R15*1), Z3
+	TESTQ R9, R9
+	JZ smrows
+	VMOVDQU32 0(R9)(R15*1), Z4
+	VMOVDQU32 64(R9)(R15*1), Z5
+	VMOVDQU32 128(R9)(R15*1), Z6
+	VMOVDQU32 192(R9)(R15*1), Z7
+smrows:
+	XORQ BX, BX
+smrow:
+	CMPQ BX, R14
+	JGE smstore
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+smentry:
+	CMPQ AX, DX
+	JGE smmax
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ SI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ smw1
+	VBROADCASTSS (R13)(AX*4), Z12
+smw1:
+	VFMADD231PS 0(R10), Z12, Z8
+	VFMADD231PS 64(R10), Z12, Z9
+	VFMADD231PS 128(R10), Z12, Z10
+	VFMADD231PS 192(R10), Z12, Z11
+	INCQ AX
+	JMP smentry
+smmax:
+	// maxArgZ's steps on each 16-lane group, in registers: the argmax
+	// where the message is larger (GT_OQ), then max with GOMAX's rules, a
+	// NaN in out put back. maxArgZ's tie step (out AND row, for +0 against
+	// −0) is left out: a message is a sum of products added to +0, which
+	// is never −0, and the maximum only ever holds −∞ or messages.
+	VCMPPS $30, Z0, Z8, K1
+	VCMPPS $3, Z0, Z0, K3
+	VMOVDQA32 Z16, K1, Z4
+	VMAXPS Z8, Z0, Z20
+	VMOVAPS Z0, K3, Z20
+	VMOVAPS Z20, Z0
+	VCMPPS $30, Z1, Z9, K4
+	VCMPPS $3, Z1, Z1, K6
+	VMOVDQA32 Z16, K4, Z5
+	VMAXPS Z9, Z1, Z21
+	VMOVAPS Z1, K6, Z21
+	VMOVAPS Z21, Z1
+	VCMPPS $30, Z2, Z10, K1
+	VCMPPS $3, Z2, Z2, K3
+	VMOVDQA32 Z16, K1, Z6
+	VMAXPS Z10, Z2, Z22
+	VMOVAPS Z2, K3, Z22
+	VMOVAPS Z22, Z2
+	VCMPPS $30, Z3, Z11, K4
+	VCMPPS $3, Z3, Z3, K6
+	VMOVDQA32 Z16, K4, Z7
+	VMAXPS Z11, Z3, Z23
+	VMOVAPS Z3, K6, Z23
+	VMOVAPS Z23, Z3
+	VPADDD Z17, Z16, Z16
+	INCQ BX
+	JMP smrow
+smstore:
+	VMOVUPS Z0, 0(DI)(R15*1)
+	VMOVUPS Z1, 64(DI)(R15*1)
+	VMOVUPS Z2, 128(DI)(R15*1)
+	VMOVUPS Z3, 192(DI)(R15*1)
+	TESTQ R9, R9
+	JZ smnext
+	VMOVDQU32 Z4, 0(R9)(R15*1)
+	VMOVDQU32 Z5, 64(R9)(R15*1)
+	VMOVDQU32 Z6, 128(R9)(R15*1)
+	VMOVDQU32 Z7, 192(R9)(R15*1)
+smnext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP smblk
+smdone:
+	VZEROUPPER
+	RET
+
+// func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
+//
+// The backward pass of spmmMaxArgZ over the same n rows (numbered e,
+// e+1, ...) of one segment, whose maximum is out, argmax arg and
+// gradient grad: for each row in order, each of its entries in order,
+// ga[idx·stride+j] += w·grad[j] (a product rounded, then a sum rounded,
+// as in Go; w nil: weights 1) for the columns j < cols (a multiple of 64)
+// whose argmax is the row and whose maximum is not NaN; other columns are
+// not written. Per 64-column block, Z0-Z3 hold grad and Z4-Z7 the argmax
+// (−1 where the maximum is NaN, which no row matches); K1-K4 are a row's
+// columns, and rows with none are skipped.
+TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
+	MOVQ ga+0(FP), DI
+	MOVQ ptr+32(FP), R8
+	MOVQ idx+40(FP), R12
+	MOVQ w+48(FP), R13
+	MOVQ n+56(FP), R14
+	MOVQ stride+72(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+80(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
+	VMOVD AX, X12
+	VBROADCASTSS X12, Z12
+	MOVL $1, AX
+	VPBROADCASTD AX, Z17
+	MOVL $-1, AX
+	VPBROADCASTD AX, Z18
+rzblk:
+	CMPQ CX, $64
+	JLT rzdone
+	MOVQ grad+8(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z0
+	VMOVUPS 64(R10)(R15*1), Z1
+	VMOVUPS 128(R10)(R15*1), Z2
+	VMOVUPS 192(R10)(R15*1), Z3
+	MOVQ arg+16(FP), R10
+	VMOVDQU32 0(R10)(R15*1), Z4
+	VMOVDQU32 64(R10)(R15*1), Z5
+	VMOVDQU32 128(R10)(R15*1), Z6
+	VMOVDQU32 192(R10)(R15*1), Z7
+	MOVQ out+24(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z8
+	VMOVUPS 64(R10)(R15*1), Z9
+	VMOVUPS 128(R10)(R15*1), Z10
+	VMOVUPS 192(R10)(R15*1), Z11
+	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
+	VCMPPS $3, Z9, Z9, K2
+	VCMPPS $3, Z10, Z10, K3
+	VCMPPS $3, Z11, Z11, K4
+	VMOVDQA32 Z18, K1, Z4
+	VMOVDQA32 Z18, K2, Z5
+	VMOVDQA32 Z18, K3, Z6
+	VMOVDQA32 Z18, K4, Z7
+	MOVL e+64(FP), AX
+	VPBROADCASTD AX, Z16 // the row's number
+	XORQ BX, BX
+rzrow:
+	CMPQ BX, R14
+	JGE rznext
+	VPCMPEQD Z16, Z4, K1
+	VPCMPEQD Z16, Z5, K2
+	VPCMPEQD Z16, Z6, K3
+	VPCMPEQD Z16, Z7, K4
+	KORW K1, K2, K5
+	KORW K3, K4, K6
+	KORTESTW K5, K6
+	JZ rzskip // the row attains no column's maximum
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+rzentry:
+	CMPQ AX, DX
+	JGE rzskip
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ DI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ rzw1
+	VBROADCASTSS (R13)(AX*4), Z12
+rzw1:
+	VMULPS Z0, Z12, Z20
+	VMULPS Z1, Z12, Z21
+	VMULPS Z2, Z12, Z22
+	VMULPS Z3, Z12, Z23
+	VADDPS 0(R10), Z20, Z20
+	VADDPS 64(R10), Z21, Z21
+	VADDPS 128(R10), Z22, Z22
+	VADDPS 192(R10), Z23, Z23
+	VMOVUPS Z20, K1, 0(R10)
+	VMOVUPS Z21, K2, 64(R10)
+	VMOVUPS Z22, K3, 128(R10)
+	VMOVUPS Z23, K4, 192(R10)
+	INCQ AX
+	JMP rzentry
+rzskip:
+	VPADDD Z17, Z16, Z16
+	INCQ BX
+	JMP rzrow
+rznext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP rzblk
+rzdone:
+	VZEROUPPER
+	RET
+
+// func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
+//
+// spmmScatterAVX for rows consecutive rows of a sparse product in one
+// call, in AVX-512: for each row i < rows in order (its gradient grad[i*
+// stride:], its entries [ptr[i], ptr[i+1]) of idx and w), each entry e in
+// order, y[idx[e]*stride+j] += w[e]·grad[i*stride+j] for j < cols, a
+// multiple of 64, each a fused multiply-add (the same bits; w nil:
+// weights 1). Per row and 64-column block, Z0-Z3 hold the gradient.
+TEXT ·spmmScatterRowsZ(SB), NOSPLIT, $0-64
+	MOVQ y+0(FP), DI
+	MOVQ grad+8(FP), SI
+	MOVQ ptr+16(FP), R8
+	MOVQ idx+24(FP), R12
+	MOVQ w+32(FP), R13
+	MOVQ rows+40(FP), R14
+	MOVQ stride+48(FP), R11
+	SHLQ $2, R11
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Z8
+	XORQ BX, BX // row
+szrow:
+	CMPQ BX, R14
+	JGE szdone
+	MOVQ cols+56(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+szblk:
+	CMPQ CX, $64
+	JLT sznextrow
+	VMOVUPS 0(SI)(R15*1), Z0
+	VMOVUPS 64(SI)(R15*1), Z1
+	VMOVUPS 128(SI)(R15*1), Z2
+	VMOVUPS 192(SI)(R15*1), Z3
+	MOVQ (R8)(BX*8), AX // the row's first entry
+	MOVQ 8(R8)(BX*8), DX // and its end
+szentry:
+	CMPQ AX, DX
+	JGE sznextblk
+	MOVQ (R12)(AX*8), R10
+	IMULQ R11, R10
+	ADDQ DI, R10
+	ADDQ R15, R10
+	TESTQ R13, R13
+	JZ szw1
+	VBROADCASTSS (R13)(AX*4), Z8
+szw1:
+	VMOVAPS Z0, Z9
+	VMOVAPS Z1, Z10
+	VMOVAPS Z2, Z11
+	VMOVAPS Z3, Z12
+	VFMADD213PS 0(R10), Z8, Z9
+	VFMADD213PS 64(R10), Z8, Z10
+	VFMADD213PS 128(R10), Z8, Z11
+	VFMADD213PS 192(R10), Z8, Z12
+	VMOVUPS Z9, 0(R10)
+	VMOVUPS Z10, 64(R10)
+	VMOVUPS Z11, 128(R10)
+	VMOVUPS Z12, 192(R10)
+	INCQ AX
+	JMP szentry
+sznextblk:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP szblk
+sznextrow:
+	ADDQ R11, SI
+	INCQ BX
+	JMP szrow
+szdone:
+	VZEROUPPER
+	RET
+
+// func colSumZ(dst, src *float32, rows, cols int)
+//
+// dst[j] += src[r*cols+j] for r < rows in order, j < cols (a multiple of
+// 16): each column's chain of additions in Go's order, its running sum in
+// a register (64 columns at a time, then 16) instead of stored per row.
+TEXT ·colSumZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ rows+16(FP), R8
+	MOVQ cols+24(FP), CX
+	MOVQ CX, R11
+	SHLQ $2, R11 // a row's bytes
+cs64:
+	CMPQ CX, $64
+	JLT cs16
+	VMOVUPS 0(DI), Z0
+	VMOVUPS 64(DI), Z1
+	VMOVUPS 128(DI), Z2
+	VMOVUPS 192(DI), Z3
+	MOVQ SI, AX
+	MOVQ R8, BX
+cs64r:
+	TESTQ BX, BX
+	JZ cs64s
+	VADDPS 0(AX), Z0, Z0
+	VADDPS 64(AX), Z1, Z1
+	VADDPS 128(AX), Z2, Z2
+	VADDPS 192(AX), Z3, Z3
+	ADDQ R11, AX
+	DECQ BX
+	JMP cs64r
+cs64s:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	ADDQ $256, DI
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP cs64
+cs16:
+	CMPQ CX, $16
+	JLT csdone
+	VMOVUPS 0(DI), Z0
+	MOVQ SI, AX
+	MOVQ R8, BX
+cs16r:
+	TESTQ BX, BX
+	JZ cs16s
+	VADDPS 0(AX), Z0, Z0
+	ADDQ R11, AX
+	DECQ BX
+	JMP cs16r
+cs16s:
+	VMOVUPS Z0, 0(DI)
+	ADDQ $64, DI
+	ADDQ $64, SI
+	SUBQ $16, CX
+	JMP cs16
+csdone:
+	VZEROUPPER
+	RET
+
+// func maxUintZ(p *int, n int) uint
+//
+// The largest of p[0:n] read as unsigned (0 for n = 0): sparse products
+// check their indices against the row count with one comparison per
+// block of rows, eight at a time.
+TEXT ·maxUintZ(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	VPXORQ Z0, Z0, Z0
+	VPXORQ Z1, Z1, Z1
+mu16:
+	CMPQ CX, $16
+	JLT mu8
+	VPMAXUQ 0(SI), Z0, Z0
+	VPMAXUQ 64(SI), Z1, Z1
+	ADDQ $128, SI
+	SUBQ $16, CX
+	JMP mu16
+mu8:
+	VPMAXUQ Z1, Z0, Z0
+	CMPQ CX, $8
+	JLT mutail
+	VPMAXUQ 0(SI), Z0, Z0
+	ADDQ $64, SI
+	SUBQ $8, CX
+mutail:
+	// The horizontal maximum of Z0's eight lanes, then the last n < 8.
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMAXUQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMAXUQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPMAXUQ X1, X0, X0
+	VMOVQ X0, AX
+mutl:
+	TESTQ CX, CX
+	JZ mudone
+	MOVQ (SI), DX
+	CMPQ DX, AX
+	CMOVQHI DX, AX
+	ADDQ $8, SI
+	DECQ CX
+	JMP mutl
+mudone:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET
+
+// func minStepZ(p *int, n int) int
+//
+// The smallest p[i+1] − p[i] over i < n (p holds n+1 values; the largest
+// int for n = 0): a row pointer does not decrease where it is ≥ 0.
+TEXT ·minStepZ(SB), NOSPLIT, $0-24
+	MOVQ p+0(FP), SI
+	MOVQ n+8(FP), CX
+	MOVQ $0x7fffffffffffffff, AX
+	VPBROADCASTQ AX, Z0
+ms8:
+	CMPQ CX, $8
+	JLT mstail
+	VMOVDQU64 8(SI), Z1
+	VPSUBQ 0(SI), Z1, Z1
+	VPMINSQ Z1, Z0, Z0
+	ADDQ $64, SI
+	SUBQ $8, CX
+	JMP ms8
+mstail:
+	VEXTRACTI64X4 $1, Z0, Y1
+	VPMINSQ Y1, Y0, Y0
+	VEXTRACTI128 $1, Y0, X1
+	VPMINSQ X1, X0, X0
+	VPSHUFD $0x4e, X0, X1
+	VPMINSQ X1, X0, X0
+	VMOVQ X0, AX
+mstl:
+	TESTQ CX, CX
+	JZ msdone
+	MOVQ 8(SI), DX
+	SUBQ (SI), DX
+	CMPQ DX, AX
+	CMOVQLT DX, AX
+	ADDQ $8, SI
+	DECQ CX
+	JMP mstl
+msdone:
+	VZEROUPPER
+	MOVQ AX, ret+16(FP)
+	RET
+
+// func edgeMaxZ(out *float32, arg *int32, x *float32, src *int, feat *float32, w *float32, n int, e int32, fresh bool, fd, stride, cols int)
+//
+// EdgeMax's messages of n edges (numbered e, e+1, ...; edge r's source
+// row src[r] of x and features feat[r*fd:(r+1)*fd]), all of one
+// destination, taken into its maximum out and argmax arg (nil: none) as
+// spmmMaxArgZ takes the rows [x_src 1; w_f feat_f] of a sparse product
+// over the stacked rows [x; w]: the same bits. fd ≤ 3 and cols a multiple
+// of 64; fresh: out and arg start at −∞ and e instead of being read. Per
+// 64-column block, Z0-Z3 hold the maximum, Z4-Z7 the argmax, Z8-Z11 a
+// message and Z12-Z23 the fd rows of w.
+TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
+	MOVQ out+0(FP), DI
+	MOVQ arg+8(FP), R9
+	MOVQ x+16(FP), SI
+	MOVQ src+24(FP), R8
+	MOVQ n+48(FP), R14
+	MOVQ fd+64(FP), BX
+	MOVQ BX, R13
+	SHLQ $2, R13 // bytes of features per edge
+	MOVQ stride+72(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+80(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	VPXORD Z24, Z24, Z24
+	MOVL $1, AX
+	VPBROADCASTD AX, Z27
+emblk:
+	CMPQ CX, $64
+	JLT emdone
+	MOVQ w+40(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT emw
+	VMOVUPS 0(AX), Z12
+	VMOVUPS 64(AX), Z13
+	VMOVUPS 128(AX), Z14
+	VMOVUPS 192(AX), Z15
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT emw
+	VMOVUPS 0(AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT emw
+	VMOVUPS 0(AX), Z20
+	VMOVUPS 64(AX), Z21
+	VMOVUPS 128(AX), Z22
+	VMOVUPS 192(AX), Z23
+emw:
+	MOVL e+56(FP), AX
+	VPBROADCASTD AX, Z26 // the edge's number, for the argmax
+	MOVBLZX fresh+60(FP), AX
+	TESTQ AX, AX
+	JZ emload
+	MOVL $0xff800000, AX // −∞
+	VPBROADCASTD AX, Z0
+	VMOVAPS Z0, Z1
+	VMOVAPS Z0, Z2
+	VMOVAPS Z0, Z3
+	VMOVDQA32 Z26, Z4
+	VMOVDQA32 Z26, Z5
+	VMOVDQA32 Z26, Z6
+	VMOVDQA32 Z26, Z7
+	JMP emedges
+emload:
+	VMOVUPS 0(DI)(R15*1), Z0
+	VMOVUPS 64(DI)(R15*1), Z1
+	VMOVUPS 128(DI)(R15*1), Z2
+	VMOVUPS 192(DI)(R15*1), Z3
+	TESTQ R9, R9
+	JZ emedges
+	VMOVDQU32 0(R9)(R15*1), Z4
+	VMOVDQU32 64(R9)(R15*1), Z5
+	VMOVDQU32 128(R9)(R15*1), Z6
+	VMOVDQU32 192(R9)(R15*1), Z7
+emedges:
+	MOVQ feat+32(FP), R10
+	XORQ DX, DX
+emedge:
+	CMPQ DX, R14
+	JGE emstore
+	MOVQ (R8)(DX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	ADDQ R15, AX
+	// +0 + x_src: the sparse product's sum starts at +0, and its weight 1
+	// times x_src is exact.
+	VADDPS 0(AX), Z24, Z8
+	VADDPS 64(AX), Z24, Z9
+	VADDPS 128(AX), Z24, Z10
+	VADDPS 192(AX), Z24, Z11
+	CMPQ BX, $1
+	JLT emmax
+	VBROADCASTSS 0(R10), Z25
+	VFMADD231PS Z12, Z25, Z8
+	VFMADD231PS Z13, Z25, Z9
+	VFMADD231PS Z14, Z25, Z10
+	VFMADD231PS Z15, Z25, Z11
+	CMPQ BX, $2
+	JLT emmax
+	VBROADCASTSS 4(R10), Z25
+	VFMADD231PS Z16, Z25, Z8
+	VFMADD231PS Z17, Z25, Z9
+	VFMADD231PS Z18, Z25, Z10
+	VFMADD231PS Z19, Z25, Z11
+	CMPQ BX, $3
+	JLT emmax
+	VBROADCASTSS 8(R10), Z25
+	VFMADD231PS Z20, Z25, Z8
+	VFMADD231PS Z21, Z25, Z9
+	VFMADD231PS Z22, Z25, Z10
+	VFMADD231PS Z23, Z25, Z11
+emmax:
+	// spmmMaxArgZ's steps: the argmax where the message is larger
+	// (GT_OQ); then, where the maximum is not NaN (ORD), the maximum with
+	// Intel's rules (the message where either is NaN), in place.
+	VCMPPS $30, Z0, Z8, K1
+	VMOVDQA32 Z26, K1, Z4
+	VCMPPS $7, Z0, Z0, K2
+	VMAXPS Z8, Z0, K2, Z0
+	VCMPPS $30, Z1, Z9, K3
+	VMOVDQA32 Z26, K3, Z5
+	VCMPPS $7, Z1, Z1, K4
+	VMAXPS Z9, Z1, K4, Z1
+	VCMPPS $30, Z2, Z10, K1
+	VMOVDQA32 Z26, K1, Z6
+	VCMPPS $7, Z2, Z2, K2
+	VMAXPS Z10, Z2, K2, Z2
+	VCMPPS $30, Z3, Z11, K3
+	VMOVDQA32 Z26, K3, Z7
+	VCMPPS $7, Z3, Z3, K4
+	VMAXPS Z11, Z3, K4, Z3
+	ADDQ R13, R10
+	VPADDD Z27, Z26, Z26
+	INCQ DX
+	JMP emedge
+emstore:
+	VMOVUPS Z0, 0(DI)(R15*1)
+	VMOVUPS Z1, 64(DI)(R15*1)
+	VMOVUPS Z2, 128(DI)(R15*1)
+	VMOVUPS Z3, 192(DI)(R15*1)
+	TESTQ R9, R9
+	JZ emnext
+	VMOVDQU32 Z4, 0(R9)(R15*1)
+	VMOVDQU32 Z5, 64(R9)(R15*1)
+	VMOVDQU32 Z6, 128(R9)(R15*1)
+	VMOVDQU32 Z7, 192(R9)(R15*1)
+emnext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP emblk
+emdone:
+	VZEROUPPER
+	RET
+
+// func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
+//
+// The backward pass of edgeMaxZ over the same n edges: the gradient grad
+// of the destination's maximum out goes, where an edge is the column's
+// argmax (arg) and out is not NaN, into its source's row of gx and, times
+// each feature, into the fd rows of gw, edges in order, with spmmRouteZ's
+// arithmetic (a product rounded, then a sum rounded): the bits spmmRouteZ
+// gives the stacked rows [x; w]. Per 64-column block, Z0-Z3 hold the
+// gradient, Z4-Z7 the argmax (−1 where the maximum is NaN) and Z12-Z23
+// the rows of gw; K1-K4 are an edge's columns, and edges with none are
+// skipped.
+TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
+	MOVQ gx+0(FP), DI
+	MOVQ src+40(FP), R8
+	MOVQ n+56(FP), R14
+	MOVQ fd+72(FP), BX
+	MOVQ BX, R13
+	SHLQ $2, R13 // bytes of features per edge
+	MOVQ stride+80(FP), R11
+	SHLQ $2, R11
+	MOVQ cols+88(FP), CX
+	XORQ R15, R15 // byte offset of the 64-column block
+	MOVL $1, AX
+	VPBROADCASTD AX, Z25
+	MOVL $-1, AX
+	VPBROADCASTD AX, Z26
+erblk:
+	CMPQ CX, $64
+	JLT erdone
+	MOVQ grad+16(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z0
+	VMOVUPS 64(R10)(R15*1), Z1
+	VMOVUPS 128(R10)(R15*1), Z2
+	VMOVUPS 192(R10)(R15*1), Z3
+	MOVQ arg+24(FP), R10
+	VMOVDQU32 0(R10)(R15*1), Z4
+	VMOVDQU32 64(R10)(R15*1), Z5
+	VMOVDQU32 128(R10)(R15*1), Z6
+	VMOVDQU32 192(R10)(R15*1), Z7
+	MOVQ out+32(FP), R10
+	VMOVUPS 0(R10)(R15*1), Z8
+	VMOVUPS 64(R10)(R15*1), Z9
+	VMOVUPS 128(R10)(R15*1), Z10
+	VMOVUPS 192(R10)(R15*1), Z11
+	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
+	VCMPPS $3, Z9, Z9, K2
+	VCMPPS $3, Z10, Z10, K3
+	VCMPPS $3, Z11, Z11, K4
+	VMOVDQA32 Z26, K1, Z4
+	VMOVDQA32 Z26, K2, Z5
+	VMOVDQA32 Z26, K3, Z6
+	VMOVDQA32 Z26, K4, Z7
+	MOVQ gw+8(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT erw
+	VMOVUPS 0(AX), Z12
+	VMOVUPS 64(AX), Z13
+	VMOVUPS 128(AX), Z14
+	VMOVUPS 192(AX), Z15
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT erw
+	VMOVUPS 0(AX), Z16
+	VMOVUPS 64(AX), Z17
+	VMOVUPS 128(AX), Z18
+	VMOVUPS 192(AX), Z19
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT erw
+	VMOVUPS 0(AX), Z20
+	VMOVUPS 64(AX), Z21
+	VMOVUPS 128(AX), Z22
+	VMOVUPS 192(AX), Z23
+erw:
+	MOVL e+64(FP), AX
+	VPBROADCASTD AX, Z24 // the edge's number
+	MOVQ feat+48(FP), R10
+	XORQ DX, DX
+eredge:
+	CMPQ DX, R14
+	JGE erstore
+	VPCMPEQD Z24, Z4, K1
+	VPCMPEQD Z24, Z5, K2
+	VPCMPEQD Z24, Z6, K3
+	VPCMPEQD Z24, Z7, K4
+	KORW K1, K2, K5
+	KORW K3, K4, K6
+	KORTESTW K5, K6
+	JZ erskip // the edge attains no column's maximum
+	MOVQ (R8)(DX*8), AX
+	IMULQ R11, AX
+	ADDQ DI, AX
+	ADDQ R15, AX
+	// 1·grad is grad: the source row's sum, as spmmRouteZ's.
+	VADDPS 0(AX), Z0, Z8
+	VADDPS 64(AX), Z1, Z9
+	VADDPS 128(AX), Z2, Z10
+	VADDPS 192(AX), Z3, Z11
+	VMOVUPS Z8, K1, 0(AX)
+	VMOVUPS Z9, K2, 64(AX)
+	VMOVUPS Z10, K3, 128(AX)
+	VMOVUPS Z11, K4, 192(AX)
+	CMPQ BX, $1
+	JLT erskip
+	VBROADCASTSS 0(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z12, Z28, K1, Z12
+	VADDPS Z13, Z29, K2, Z13
+	VADDPS Z14, Z30, K3, Z14
+	VADDPS Z15, Z31, K4, Z15
+	CMPQ BX, $2
+	JLT erskip
+	VBROADCASTSS 4(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z16, Z28, K1, Z16
+	VADDPS Z17, Z29, K2, Z17
+	VADDPS Z18, Z30, K3, Z18
+	VADDPS Z19, Z31, K4, Z19
+	CMPQ BX, $3
+	JLT erskip
+	VBROADCASTSS 8(R10), Z27
+	VMULPS Z0, Z27, Z28
+	VMULPS Z1, Z27, Z29
+	VMULPS Z2, Z27, Z30
+	VMULPS Z3, Z27, Z31
+	VADDPS Z20, Z28, K1, Z20
+	VADDPS Z21, Z29, K2, Z21
+	VADDPS Z22, Z30, K3, Z22
+	VADDPS Z23, Z31, K4, Z23
+erskip:
+	ADDQ R13, R10
+	VPADDD Z25, Z24, Z24
+	INCQ DX
+	JMP eredge
+erstore:
+	MOVQ gw+8(FP), AX
+	ADDQ R15, AX
+	CMPQ BX, $1
+	JLT ernext
+	VMOVUPS Z12, 0(AX)
+	VMOVUPS Z13, 64(AX)
+	VMOVUPS Z14, 128(AX)
+	VMOVUPS Z15, 192(AX)
+	ADDQ R11, AX
+	CMPQ BX, $2
+	JLT ernext
+	VMOVUPS Z16, 0(AX)
+	VMOVUPS Z17, 64(AX)
+	VMOVUPS Z18, 128(AX)
+	VMOVUPS Z19, 192(AX)
+	ADDQ R11, AX
+	CMPQ BX, $3
+	JLT ernext
+	VMOVUPS Z20, 0(AX)
+	VMOVUPS Z21, 64(AX)
+	VMOVUPS Z22, 128(AX)
+	VMOVUPS Z23, 192(AX)
+ernext:
+	ADDQ $256, R15
+	SUBQ $64, CX
+	JMP erblk
+erdone:
+	VZEROUPPER
+	RET
+
+// func sgemmKernel12x16Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
+//
+// sgemmKernel12x32Z for one 16-column panel of b (packed, ldb 0, or in
+// place): a 12×16 tile of c in Z0, Z2, …, Z22, the bits of
+// sgemmKernel6x16's two 6-row tiles. For products 16 columns wide (the
+// temporal convolution's), twice the rows of the AVX2 kernel per pass
+// over b.
+TEXT ·sgemmKernel12x16Z(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	LEAQ (R11)(R10*2), R13
+	ADDQ R10, R13 // row 6
+	LEAQ (R13)(R10*2), R14
+	ADDQ R10, R14 // row 9
+	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	SHLQ $2, AX // b in place: a row of b per step
+	TESTQ AX, AX
+	JNZ bdonez1216
+	MOVQ $64, AX // a packed panel: 16 columns per step
+bdonez1216:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+	// Fetch the tile of c early: it is added to or stored at the end, and
+	// on large matrices comes from memory.
+	MOVQ DX, R9
+`)
+	g := zGemm(12, "1216")
+	g.panels, g.b, g.bregs, g.step = 1, []string{"(DI)"}, []int{24}, "\tADDQ AX, DI\n"
+	g.emit(e)
+	e.t(`
+
+// func sgemmKernel4x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
+//
+// sgemmKernel6x32Z for four rows of a in place (Z0-Z7), where the last
+// rows of a product are four: the bits of the six-row kernels.
+TEXT ·sgemmKernel4x32Z(SB), NOSPLIT, $0-88
+	MOVQ k+0(FP), CX
+	MOVQ a+8(FP), SI
+	MOVQ lda+16(FP), R10
+	SHLQ $2, R10
+	MOVQ step+24(FP), R12
+	SHLQ $2, R12
+	LEAQ (SI)(R10*2), R11
+	ADDQ R10, R11 // row 3
+	MOVQ b+32(FP), DI
+	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+	JNZ bplacez64
+	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+	JMP bdonez64
+bplacez64:
+	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+bdonez64:
+	MOVQ c+40(FP), DX
+	MOVQ ldc+48(FP), R8
+	SHLQ $2, R8
+`)
+	g = zGemm(4, "4")
+	// The four-row kernel steps its pointers past rows 4 and 5 as the
+	// six-row one does: dead instructions, kept so the code is unchanged.
+	g.stores, g.walk = "storezs4", 6
+	g.emit(e)
+
+	e.t(`
+// func spmmRangeZ(o, x *float32, ptr, idx *int, w *float32, rows, stride, cols, mode int)
+//
+// Rows 0, 1, … of a sparse product, two at a time (rows even): row i, its
+// entries [ptr[i], ptr[i+1]) of idx and w (nil: weights 1), into
+// o[i*stride:]. Per 64-column block the two rows' sums are separate
+// chains of fused multiply-adds (Z0-Z3, Z4-Z7), interleaved to hide their
+// latency; each row's terms in its order, so the bits are spmmRowAVX's.
+// mode 1 adds the sums to the rows (o the first operand, whose NaN an
+// addition keeps, as addAVX), mode 2 then takes max(·, 0) + 0 (as
+// addReluAVX). The argument slots rows, ptr and o hold the loop's
+// position.
+TEXT ·spmmRangeZ(SB), NOSPLIT, $0-72
+	MOVQ stride+48(FP), R11
+	SHLQ $2, R11
+	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X10
+	VBROADCASTSS X10, Z10
+	VMOVAPS Z10, Z8
+	VMOVAPS Z10, Z9
+rrpair:
+	MOVQ rows+40(FP), AX
+	CMPQ AX, $2
+	JLT rrdone
+	SUBQ $2, AX
+	MOVQ AX, rows+40(FP)
+	MOVQ ptr+16(FP), AX
+	MOVQ 0(AX), BX // row 1's first entry
+	MOVQ 8(AX), R10 // its end, row 2's first
+	MOVQ 16(AX), R15 // row 2's end
+	ADDQ $16, AX
+	MOVQ AX, ptr+16(FP)
+	MOVQ R10, R14
+	SUBQ BX, R14 // n1
+	SUBQ R10, R15 // n2
+	MOVQ idx+24(FP), R8
+	LEAQ (R8)(R10*8), R12
+	LEAQ (R8)(BX*8), R8
+	MOVQ w+32(FP), R9
+	XORQ R13, R13
+	TESTQ R9, R9
+	JZ rrnow
+	LEAQ (R9)(R10*4), R13
+	LEAQ (R9)(BX*4), R9
+rrnow:
+	MOVQ o+0(FP), DI
+	LEAQ (DI)(R11*1), DX
+	LEAQ (DX)(R11*1), AX
+	MOVQ AX, o+0(FP)
+	MOVQ x+8(FP), SI
+	MOVQ cols+56(FP), CX
+rrblk:
+	CMPQ CX, $64
+	JLT rrnext
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	XORQ BX, BX
+	MOVQ R14, R10
+	CMPQ R15, R10
+	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
+rrboth:
+	CMPQ BX, R10
+	JGE rrone
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ rrb1
+	VBROADCASTSS (R9)(BX*4), Z8
+rrb1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ rrb2
+	VBROADCASTSS (R13)(BX*4), Z9
+rrb2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP rrboth
+rrone:
+	MOVQ BX, R10 // where row 2 resumes
+rrone1:
+	CMPQ BX, R14
+	JGE rrtwo
+	MOVQ (R8)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R9, R9
+	JZ rro1
+	VBROADCASTSS (R9)(BX*4), Z8
+rro1:
+	VFMADD231PS 0(AX), Z8, Z0
+	VFMADD231PS 64(AX), Z8, Z1
+	VFMADD231PS 128(AX), Z8, Z2
+	VFMADD231PS 192(AX), Z8, Z3
+	INCQ BX
+	JMP rrone1
+rrtwo:
+	MOVQ R10, BX
+rrtwo1:
+	CMPQ BX, R15
+	JGE rrstore
+	MOVQ (R12)(BX*8), AX
+	IMULQ R11, AX
+	ADDQ SI, AX
+	TESTQ R13, R13
+	JZ rro2
+	VBROADCASTSS (R13)(BX*4), Z9
+rro2:
+	VFMADD231PS 0(AX), Z9, Z4
+	VFMADD231PS 64(AX), Z9, Z5
+	VFMADD231PS 128(AX), Z9, Z6
+	VFMADD231PS 192(AX), Z9, Z7
+	INCQ BX
+	JMP rrtwo1
+rrstore:
+	MOVQ mode+64(FP), AX
+	TESTQ AX, AX
+	JZ rrput
+	// mode 1: dst + sum, as addAVX adds (dst the first operand, whose NaN
+	// an addition keeps); mode 2: then max(·, 0) + 0, as addReluAVX.
+	VMOVUPS 0(DI), Z16
+	VMOVUPS 64(DI), Z17
+	VMOVUPS 128(DI), Z18
+	VMOVUPS 192(DI), Z19
+	VMOVUPS 0(DX), Z20
+	VMOVUPS 64(DX), Z21
+	VMOVUPS 128(DX), Z22
+	VMOVUPS 192(DX), Z23
+	VADDPS Z0, Z16, Z0
+	VADDPS Z1, Z17, Z1
+	VADDPS Z2, Z18, Z2
+	VADDPS Z3, Z19, Z3
+	VADDPS Z4, Z20, Z4
+	VADDPS Z5, Z21, Z5
+	VADDPS Z6, Z22, Z6
+	VADDPS Z7, Z23, Z7
+	CMPQ AX, $2
+	JNE rrput
+	VPXORD Z24, Z24, Z24
+	VMAXPS Z0, Z24, Z0
+	VMAXPS Z1, Z24, Z1
+	VMAXPS Z2, Z24, Z2
+	VMAXPS Z3, Z24, Z3
+	VMAXPS Z4, Z24, Z4
+	VMAXPS Z5, Z24, Z5
+	VMAXPS Z6, Z24, Z6
+	VMAXPS Z7, Z24, Z7
+	VADDPS Z24, Z0, Z0
+	VADDPS Z24, Z1, Z1
+	VADDPS Z24, Z2, Z2
+	VADDPS Z24, Z3, Z3
+	VADDPS Z24, Z4, Z4
+	VADDPS Z24, Z5, Z5
+	VADDPS Z24, Z6, Z6
+	VADDPS Z24, Z7, Z7
+rrput:
+	VMOVUPS Z0, 0(DI)
+	VMOVUPS Z1, 64(DI)
+	VMOVUPS Z2, 128(DI)
+	VMOVUPS Z3, 192(DI)
+	VMOVUPS Z4, 0(DX)
+	VMOVUPS Z5, 64(DX)
+	VMOVUPS Z6, 128(DX)
+	VMOVUPS Z7, 192(DX)
+	ADDQ $256, DI
+	ADDQ $256, DX
+	ADDQ $256, SI
+	SUBQ $64, CX
+	JMP rrblk
+rrnext:
+	JMP rrpair
+rrdone:
+	VZEROUPPER
+	RET
+
+// func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool)
+//
+// Adam's update of n elements (a multiple of 16), 16 at a time, with the
+// operations of Adam.Step's loop in its order and precision: the moments in
+// float32 without fused multiply-adds, the denominator's square root and ε
+// in float64 then rounded to float32, and (if wd) the decay before the step.
+TEXT ·adamZ(SB), NOSPLIT, $0-73
+	MOVQ d+0(FP), DI
+	MOVQ m+8(FP), SI
+	MOVQ v+16(FP), R8
+	MOVQ grad+24(FP), R9
+	MOVQ n+32(FP), CX
+	VBROADCASTSS b1+40(FP), Z20
+	VBROADCASTSS c1+44(FP), Z21
+	VBROADCASTSS b2+48(FP), Z22
+	VBROADCASTSS c2+52(FP), Z23
+	VBROADCASTSS a+56(FP), Z24
+	VBROADCASTSS decay+60(FP), Z25
+	VBROADCASTSD eps+64(FP), Z26
+	MOVBLZX wd+72(FP), AX
+	XORQ BX, BX // byte offset
+adamloop:
+	CMPQ CX, $16
+	JLT adamdone
+	VMOVUPS (SI)(BX*1), Z0 // m
+	VMOVUPS (R9)(BX*1), Z1 // g
+	VMOVUPS (R8)(BX*1), Z2 // v
+	VMULPS Z0, Z20, Z3 // b1·m
+	VMULPS Z1, Z21, Z4 // c1·g
+	VADDPS Z4, Z3, Z3 // m' = b1·m + c1·g
+	VMOVUPS Z3, (SI)(BX*1)
+	VMULPS Z1, Z23, Z5 // c2·g
+	VMULPS Z1, Z5, Z5 // (c2·g)·g
+	VMULPS Z2, Z22, Z6 // b2·v
+	VADDPS Z5, Z6, Z6 // v' = b2·v + c2·g·g
+	VMOVUPS Z6, (R8)(BX*1)
+	VCVTPS2PD Y6, Z7 // the denominator f32(√f64(v') + ε), eight lanes at a time
+	VEXTRACTF64X4 $1, Z6, Y8 // (AVX512F: the upper 256 bits)
+	VCVTPS2PD Y8, Z8
+	VSQRTPD Z7, Z7
+	VSQRTPD Z8, Z8
+	VADDPD Z26, Z7, Z7
+	VADDPD Z26, Z8, Z8
+	VCVTPD2PS Z7, Y7
+	VCVTPD2PS Z8, Y8
+	VINSERTF64X4 $1, Y8, Z7, Z7
+	VMOVUPS (DI)(BX*1), Z9 // x
+	TESTQ AX, AX
+	JZ adamnodecay
+	VMULPS Z25, Z9, Z9 // x·decay
+adamnodecay:
+	VMULPS Z3, Z24, Z10 // a·m'
+	VDIVPS Z7, Z10, Z10 // (a·m') / den
+	VSUBPS Z10, Z9, Z9 // x − (a·m')/den
+	VMOVUPS Z9, (DI)(BX*1)
+	ADDQ $64, BX
+	SUBQ $16, CX
+	JMP adamloop
+adamdone:
+	VZEROUPPER
+	RET
+
+// func tanhZ(y, x *float32, n int, c *float64)
+//
+// y = float32(math.Tanh(float64(x))) for n elements (a multiple of 8),
+// eight at a time in float64, with math.Tanh's operations in its order
+// (Cephes: ±1 above ½·log(2¹²⁷); 1 − 2/(e^{2|x|} + 1) from 0.625, with
+// e^{2|x|} as math.Exp computes it on amd64 with FMA (Shibata's method:
+// reduction by ln 2 in two fused parts, a Taylor polynomial of x/16 by
+// fused Horner steps, four squarings of 1 + x); below 0.625 the rational
+// polynomial, unfused as the Go compiler emits it by default; x itself for
+// ±0), so every result has its bits. c is tanhConsts (sgemm_amd64.go).
+TEXT ·tanhZ(SB), NOSPLIT, $0-32
+	MOVQ y+0(FP), DI
+	MOVQ x+8(FP), SI
+	MOVQ n+16(FP), CX
+	MOVQ c+24(FP), AX
+	MOVQ $0x8000000000000000, DX
+	VPBROADCASTQ DX, Z29 // the sign bit
+	MOVQ $0x7fffffffffffffff, DX
+	VPBROADCASTQ DX, Z31 // all but the sign bit
+	MOVQ $0x3ff, DX
+	VPBROADCASTQ DX, Z30 // the exponent bias
+	VPXORQ Z28, Z28, Z28 // +0
+tanhloop:
+	CMPQ CX, $8
+	JLT tanhdone
+	VMOVUPS (SI), Y0
+	VCVTPS2PD Y0, Z0 // x
+	VPANDQ Z31, Z0, Z1 // z = |x|
+	VCMPPD $0x11, Z28, Z0, K1 // x < 0
+
+	// Below 0.625: x + x·s·((P0·s + P1)·s + P2)/(((s + Q0)·s + Q1)·s + Q2), s = x².
+	VMULPD Z0, Z0, Z2
+	VMULPD.BCST 0(AX), Z2, Z3
+	VADDPD.BCST 8(AX), Z3, Z3
+	VMULPD Z2, Z3, Z3
+	VADDPD.BCST 16(AX), Z3, Z3
+	VADDPD.BCST 24(AX), Z2, Z4
+	VMULPD Z2, Z4, Z4
+	VADDPD.BCST 32(AX), Z4, Z4
+	VMULPD Z2, Z4, Z4
+	VADDPD.BCST 40(AX), Z4, Z4
+	VMULPD Z2, Z0, Z5
+	VMULPD Z3, Z5, Z5
+	VDIVPD Z4, Z5, Z5
+	VADDPD Z5, Z0, Z6 // the result so far
+
+	// From 0.625: e = math.Exp(2z), then 1 − 2/(e + 1), negated for x < 0.
+	VADDPD Z1, Z1, Z7 // 2z
+	VMULPD.BCST 64(AX), Z7, Z8 // ·log2(e)
+	VCVTPD2DQ Z8, Y9 // the exponent k, rounded to nearest
+	VCVTDQ2PD Y9, Z8
+	VFNMADD231PD.BCST 72(AX), Z8, Z7 // − k·ln2 (upper part), fused
+	VFNMADD231PD.BCST 80(AX), Z8, Z7 // − k·ln2 (lower part), fused
+	VMULPD.BCST 88(AX), Z7, Z7 // /16
+	VBROADCASTSD 96(AX), Z10
+	VFMADD213PD.BCST 104(AX), Z7, Z10
+	VFMADD213PD.BCST 112(AX), Z7, Z10
+	VFMADD213PD.BCST 120(AX), Z7, Z10
+	VFMADD213PD.BCST 128(AX), Z7, Z10
+	VFMADD213PD.BCST 136(AX), Z7, Z10
+	VFMADD213PD.BCST 144(AX), Z7, Z10
+	VFMADD213PD.BCST 152(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10 // four times t·(t + 2), the last + 1 fused
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VMULPD Z10, Z7, Z7
+	VADDPD.BCST 160(AX), Z7, Z10
+	VFMADD213PD.BCST 152(AX), Z10, Z7
+	VPMOVSXDQ Y9, Z11 // ·2^k
+	VPADDQ Z30, Z11, Z11
+	VPSLLQ $52, Z11, Z11
+	VMULPD Z11, Z7, Z7
+	VADDPD.BCST 152(AX), Z7, Z7 // e + 1
+	VBROADCASTSD 160(AX), Z12
+	VDIVPD Z7, Z12, Z12 // 2/(e + 1)
+	VBROADCASTSD 152(AX), Z13
+	VSUBPD Z12, Z13, Z13 // 1 − 2/(e + 1)
+	VPXORQ Z29, Z13, K1, Z13
+	VCMPPD.BCST $0x1d, 48(AX), Z1, K2 // z ≥ 0.625
+	VMOVAPD Z13, K2, Z6
+
+	// Above ½·log(2¹²⁷): ±1.
+	VBROADCASTSD 152(AX), Z14
+	VPXORQ Z29, Z14, K1, Z14
+	VCMPPD.BCST $0x1e, 56(AX), Z1, K3 // z > ½·log(2¹²⁷)
+	VMOVAPD Z14, K3, Z6
+
+	VCMPPD $0x00, Z28, Z0, K4 // ±0 stays itself
+	VMOVAPD Z0, K4, Z6
+	VCVTPD2PS Z6, Y6
+	VMOVUPS Y6, (DI)
+	ADDQ $32, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP tanhloop
+tanhdone:
+	VZEROUPPER
+	RET
+
+// func packTransposedZ(dst, src *float32, ld, k int)
+//
+// dst[p*16+c] = src[c*ld+p] for p < k, c < 16, k a multiple of 16: a
+// panel of a transposed B, one 16×16 block at a time in registers
+// (sixteen rows loaded, four rounds of shuffles, sixteen rows stored).
+// Z0-Z15 hold the block's rows, Z16-Z31 the intermediate rounds.
+TEXT ·packTransposedZ(SB), NOSPLIT, $0-32
+	MOVQ dst+0(FP), DI
+	MOVQ src+8(FP), SI
+	MOVQ ld+16(FP), R8
+	SHLQ $2, R8 // a source row's bytes
+	MOVQ k+24(FP), CX
+	LEAQ (R8)(R8*2), R9 // three rows
+	LEAQ (SI)(R8*4), R10 // row 4
+	LEAQ (R10)(R8*4), R11 // row 8
+	LEAQ (R11)(R8*4), R12 // row 12
+ptz:
+	CMPQ CX, $16
+	JLT ptzdone
+`)
+	packTransposed(e)
+	e.t(`	ADDQ $1024, DI
+	ADDQ $64, SI
+	ADDQ $64, R10
+	ADDQ $64, R11
+	ADDQ $64, R12
+	SUBQ $16, CX
+	JMP ptz
+ptzdone:
+	VZEROUPPER
+	RET
+
+// func fmaPeakZ(n int)
+//
+// n rounds of 12 independent 16-lane fused multiply-adds, from registers
+// to registers: the core's float32 arithmetic ceiling, with no memory
+// access (BenchmarkFMAPeak). Twelve accumulators cover the FMA units'
+// latency times their count, so the loop is bound by throughput alone.
+TEXT ·fmaPeakZ(SB), NOSPLIT, $0-8
+	MOVQ n+0(FP), CX
+`)
+	e.zero("VXORPS", append(rng("Z", 0, 12), "Z30", "Z31")...)
+	e.t(`	TESTQ CX, CX
+	JLE fpdone
+fploop:
+`)
+	for j := range 12 {
+		e.i("VFMADD231PS", "Z30", "Z31", z(j))
+	}
+	e.t(`	DECQ CX
+	JNZ fploop
+fpdone:
+	VZEROUPPER
+	RET
+`)
+}
+
+// packTransposed is packTransposedZ's 16×16 transpose: the rows loaded,
+// pairs interleaved by element, then by element pair, then 128-bit lanes
+// shuffled twice, the rows stored.
+func packTransposed(e *emitter) {
+	for r := range 16 {
+		base := "(" + []string{"SI", "R10", "R11", "R12"}[r/4] + ")"
+		e.i("VMOVUPS", at(0, base+[]string{"", "(R8*1)", "(R8*2)", "(R9*1)"}[r%4]), z(r))
+	}
+	for j := range 8 {
+		e.i("VUNPCKLPS", z(2*j+1), z(2*j), z(16+2*j))
+		e.i("VUNPCKHPS", z(2*j+1), z(2*j), z(17+2*j))
+	}
+	for q := range 4 {
+		s := 16 + 4*q
+		e.i("VUNPCKLPD", z(s+2), z(s), z(4*q))
+		e.i("VUNPCKHPD", z(s+2), z(s), z(4*q+1))
+		e.i("VUNPCKLPD", z(s+3), z(s+1), z(4*q+2))
+		e.i("VUNPCKHPD", z(s+3), z(s+1), z(4*q+3))
+	}
+	for j := range 4 {
+		for _, h := range []int{0, 8} {
+			e.i("VSHUFF32X4", "$0x88", z(4+h+j), z(h+j), z(16+h+j))
+			e.i("VSHUFF32X4", "$0xdd", z(4+h+j), z(h+j), z(20+h+j))
+		}
+	}
+	for j := range 8 {
+		e.i("VSHUFF32X4", "$0x88", z(24+j), z(16+j), z(j))
+		e.i("VSHUFF32X4", "$0xdd", z(24+j), z(16+j), z(8+j))
+	}
+	e.st("VMOVUPS", 16, 64, zs(0), "(DI)")
+}
