@@ -71,8 +71,8 @@ demo: build
 	$(BIN) simulate --scheduler all --cluster $(TRACES) --workload $(TRACES) --start 2856h --window 2h --load 1.0 --seed 1 --log-level warn
 	@echo; echo "== tegrl train: PPO + V-trace, one actor over an embedded NATS server, 20,000 decisions (the full preset learns from 1M), then held-out seeds"
 	$(BIN) train --preset small --steps 20000 --eval-seeds 101-103 --out bin/demo-train --log-level warn
-	@echo; echo "== tegrl ab: the small preset's trained policy (docs/policies/small.safetensors) against langevin, 5 seeds"
-	$(BIN) ab --a langevin --b docs/policies/small.safetensors --machines 96 --duration 2h --seeds 101-105 --ref "" --log-level warn | grep -E 'metric|slowdown|sla_violation|safety_violations|mean_jct'
+	@echo; echo "== tegrl ab: the small preset's trained policy (docs/policies/small.safetensors) against langevin, 6 seeds"
+	$(BIN) ab --a langevin --b docs/policies/small.safetensors --machines 96 --duration 2h --seeds 101-106 --ref "" --log-level warn | grep -E 'metric|slowdown|sla_violation|safety_violations|mean_jct'
 
 ## clean: remove build outputs and test caches
 clean:

@@ -129,15 +129,30 @@ const (
 	VerdictNone    = "no significant difference"
 	VerdictBHigher = "B higher" // neutral metrics
 	VerdictBLower  = "B lower"
-	VerdictFew     = "too few seeds" // one seed has no interval
+	VerdictFew     = "too few seeds" // fewer than MinVerdictSeeds
 )
 
-// Verdict judges a metric from the confidence interval [lo, hi] of the
-// paired difference B - A over n seeds: an interval wholly above or below
-// zero is a significant difference, better or worse by the metric's
-// direction. One seed (or a NaN interval) gives no verdict.
-func Verdict(dir Direction, lo, hi float64, n int) string {
-	if n < 2 {
+// MinVerdictSeeds is the fewest paired seeds on which a comparison at
+// confidence level gives a verdict: the n at which the sign test can reach
+// it at all (B ahead on every seed has two-sided p = 2·0.5^n, so n >= 6 at
+// 0.95). With fewer, a percentile bootstrap of the mean still returns an
+// interval, often one that excludes zero, but it rests on the few
+// resamples that n values allow (3 distinct means for n = 2), not on
+// evidence.
+func MinVerdictSeeds(level float64) int {
+	if !(level > 0 && level < 1) {
+		return 2
+	}
+	return max(2, int(math.Ceil(math.Log2(2/(1-level))-1e-9)))
+}
+
+// Verdict judges a metric from the confidence interval [lo, hi] at level
+// of the paired difference B - A over n seeds: an interval wholly above or
+// below zero is a significant difference, better or worse by the metric's
+// direction. Fewer than MinVerdictSeeds(level) seeds (or a NaN interval)
+// give no verdict.
+func Verdict(dir Direction, lo, hi float64, n int, level float64) string {
+	if n < MinVerdictSeeds(level) {
 		return VerdictFew
 	}
 	var sign int
@@ -420,7 +435,7 @@ func Compare(aName, bName string, seeds []uint64, a, b []env.Metrics, refNames [
 		}
 		dir := metricDirections[f.key]
 		rep.Metrics[f.key] = ABMetric{AMean: mean(xa), BMean: mean(xb), DiffMean: mean(d), CILow: lo, CIHigh: hi,
-			Direction: dir, Verdict: Verdict(dir, lo, hi, n)}
+			Direction: dir, Verdict: Verdict(dir, lo, hi, n, setup.ConfidenceLevel)}
 	}
 	for i, runs := range refs {
 		if len(runs) != n {
@@ -494,6 +509,9 @@ func abRows(rep *ABReport) [][]string {
 // WriteABText writes the per-metric comparison as an aligned text table.
 func WriteABText(w io.Writer, rep *ABReport) error {
 	fmt.Fprintf(w, "A = %s, B = %s, seeds %s (n=%d), %d bootstrap resamples\n", rep.A, rep.B, FormatSeeds(rep.Seeds), len(rep.Seeds), rep.Setup.Resamples)
+	if m := MinVerdictSeeds(rep.Setup.ConfidenceLevel); len(rep.Seeds) < m {
+		fmt.Fprintf(w, "no verdicts: %d seeds, a verdict at this confidence needs %d or more (--seeds)\n", len(rep.Seeds), m)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, row := range abRows(rep) {
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
@@ -529,7 +547,8 @@ func WriteABMarkdown(w io.Writer, rep *ABReport, commandLine string, plots []ABP
 	fmt.Fprintf(&b, "- seeds: %s (n=%d); A and B run on the same cluster, workload and seed (paired)\n", FormatSeeds(rep.Seeds), len(rep.Seeds))
 	fmt.Fprintf(&b, "- interval: percentile bootstrap of the mean paired difference B - A over seeds, %d resamples, level %g, bootstrap seed %d\n",
 		s.Resamples, s.ConfidenceLevel, s.BootstrapSeed)
-	b.WriteString("- verdict: significant when the interval excludes 0; better or worse by the metric's direction (neutral metrics only say higher or lower)\n\n")
+	fmt.Fprintf(&b, "- verdict: significant when the interval excludes 0; better or worse by the metric's direction (neutral metrics only say higher or lower); none on fewer than %d seeds, where no test at this level can reach significance\n\n",
+		MinVerdictSeeds(s.ConfidenceLevel))
 
 	b.WriteString("## Metrics\n\n")
 	writeMarkdownTable(&b, abRows(rep), []bool{false, false, true, true, true, true, false})

@@ -70,38 +70,57 @@ func TestVerdict(t *testing.T) {
 		n      int
 		want   string
 	}{
-		{LowerBetter, -3, -1, 5, VerdictBBetter},
-		{LowerBetter, 1, 3, 5, VerdictABetter},
-		{HigherBetter, 1, 3, 5, VerdictBBetter},
-		{HigherBetter, -3, -1, 5, VerdictABetter},
-		{HigherBetter, -1, 1, 5, VerdictNone},
-		{LowerBetter, 0, 2, 5, VerdictNone}, // touching zero is not significant
-		{LowerBetter, -2, 0, 5, VerdictNone},
-		{LowerBetter, 0, 0, 5, VerdictNone},
-		{Neutral, 1, 2, 5, VerdictBHigher},
-		{Neutral, -2, -1, 5, VerdictBLower},
-		{Neutral, -2, 1, 5, VerdictNone},
+		{LowerBetter, -3, -1, 6, VerdictBBetter},
+		{LowerBetter, 1, 3, 6, VerdictABetter},
+		{HigherBetter, 1, 3, 6, VerdictBBetter},
+		{HigherBetter, -3, -1, 6, VerdictABetter},
+		{HigherBetter, -1, 1, 6, VerdictNone},
+		{LowerBetter, 0, 2, 6, VerdictNone}, // touching zero is not significant
+		{LowerBetter, -2, 0, 6, VerdictNone},
+		{LowerBetter, 0, 0, 6, VerdictNone},
+		{Neutral, 1, 2, 6, VerdictBHigher},
+		{Neutral, -2, -1, 6, VerdictBLower},
+		{Neutral, -2, 1, 6, VerdictNone},
 		{HigherBetter, 1, 3, 1, VerdictFew},
+		{HigherBetter, 1, 3, 5, VerdictFew}, // 5 of 5 ahead: sign test p = 0.0625
+		{LowerBetter, -3, -1, 2, VerdictFew},
 	} {
-		if got := Verdict(tc.dir, tc.lo, tc.hi, tc.n); got != tc.want {
+		if got := Verdict(tc.dir, tc.lo, tc.hi, tc.n, 0.95); got != tc.want {
 			t.Errorf("Verdict(%v, [%v, %v], n=%d) = %q, want %q", tc.dir, tc.lo, tc.hi, tc.n, got, tc.want)
+		}
+	}
+	for level, want := range map[float64]int{0.95: 6, 0.9: 5, 0.99: 8, 0.5: 2} {
+		if got := MinVerdictSeeds(level); got != want {
+			t.Errorf("MinVerdictSeeds(%v) = %d, want %d", level, got, want)
 		}
 	}
 }
 
-// TestCompareHandMade: B's JCT is 2 s lower on every seed (interval
-// [-2, -2]: B better); its GPU utilisation is +0.1, -0.1, 0 (no
-// significant difference); it completes 1 more job on each seed.
+// TestCompareHandMade: over six seeds, B's JCT is 2 s lower on every seed
+// (interval [-2, -2]: B better); its GPU utilisation is +0.1, -0.1, 0 twice
+// (no significant difference); it completes 1 more job on each seed. On
+// three of the seeds the same differences give no verdict.
 func TestCompareHandMade(t *testing.T) {
-	seeds := []uint64{1, 2, 3}
-	a := []env.Metrics{{MeanJCTS: 10, UtilGPU: 0.5, JobsCompleted: 5}, {MeanJCTS: 20, UtilGPU: 0.5, JobsCompleted: 6}, {MeanJCTS: 30, UtilGPU: 0.5, JobsCompleted: 7}}
-	b := []env.Metrics{{MeanJCTS: 8, UtilGPU: 0.6, JobsCompleted: 6}, {MeanJCTS: 18, UtilGPU: 0.4, JobsCompleted: 7}, {MeanJCTS: 28, UtilGPU: 0.5, JobsCompleted: 8}}
-	ref := [][]env.Metrics{{{MeanJCTS: 1}, {MeanJCTS: 2}, {MeanJCTS: 6}}}
+	seeds := []uint64{1, 2, 3, 4, 5, 6}
+	var a, b []env.Metrics
+	for i := range 6 {
+		jct, du := float64(10*(i%3+1)+30*(i/3)), []float64{0.1, -0.1, 0}[i%3]
+		a = append(a, env.Metrics{MeanJCTS: jct, UtilGPU: 0.5, JobsCompleted: 5 + i})
+		b = append(b, env.Metrics{MeanJCTS: jct - 2, UtilGPU: 0.5 + du, JobsCompleted: 6 + i})
+	}
+	ref := [][]env.Metrics{{{MeanJCTS: 1}, {MeanJCTS: 2}, {MeanJCTS: 6}, {MeanJCTS: 1}, {MeanJCTS: 2}, {MeanJCTS: 6}}}
+	few, err := Compare("langevin", "x", seeds[:3], a[:3], b[:3], nil, nil, ABSetup{Resamples: 1000, ConfidenceLevel: 0.95, BootstrapSeed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := few.Metrics["mean_jct_s"]; m.CILow != -2 || m.CIHigh != -2 || m.Verdict != VerdictFew {
+		t.Errorf("three seeds: mean_jct_s %+v, want the interval and no verdict", m)
+	}
 	rep, err := Compare("langevin", "x", seeds, a, b, []string{"kube"}, ref, ABSetup{Resamples: 1000, ConfidenceLevel: 0.95, BootstrapSeed: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := rep.Metrics["mean_jct_s"]; got != (ABMetric{AMean: 20, BMean: 18, DiffMean: -2, CILow: -2, CIHigh: -2, Direction: LowerBetter, Verdict: VerdictBBetter}) {
+	if got := rep.Metrics["mean_jct_s"]; got != (ABMetric{AMean: 35, BMean: 33, DiffMean: -2, CILow: -2, CIHigh: -2, Direction: LowerBetter, Verdict: VerdictBBetter}) {
 		t.Errorf("mean_jct_s: %+v", got)
 	}
 	if got := rep.Metrics["jobs_completed"]; got.DiffMean != 1 || got.CILow != 1 || got.CIHigh != 1 || got.Verdict != VerdictBBetter {
