@@ -102,7 +102,7 @@ func BenchmarkEncoderForwardBackward(b *testing.B) {
 
 // BenchmarkEncoderForwardMachines is BenchmarkEncoderForward on a
 // homogeneous graph: the machines and their network links only (no GPU or
-// job nodes), the setting of the seed article's 12.8 ms. The encoder is
+// job nodes), for comparison with encoders that see machines alone. The encoder is
 // the same (3 layers of 64, temporal encoder, fanout 10); its GPU and job
 // rows are empty.
 func BenchmarkEncoderForwardMachines(b *testing.B) {

@@ -56,7 +56,7 @@ func policyPayload(t testing.TB, seed uint64, extra map[string]string) []byte {
 }
 
 // defaultPolicyPayload is an untrained policy file of the default size
-// (rl.DefaultPolicyConfig: 32 candidates, width 64), for benchmarks.
+// (rl.DefaultPolicyConfig: 16 candidates, width 32), for benchmarks.
 func defaultPolicyPayload(t testing.TB, seed uint64) []byte {
 	t.Helper()
 	p, err := rl.NewPolicy(rl.DefaultPolicyConfig(), seed)

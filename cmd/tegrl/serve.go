@@ -66,7 +66,7 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.Listen, "listen", "127.0.0.1:8080", "host:port to listen on (port 0: a random free port)")
-	fl.StringVar(&f.Cluster, "cluster", "synthetic", "initial cluster: synthetic, alibaba-gpu:PATH, alibaba-2018:PATH, or none (defined by the first POST /v1/state)")
+	fl.StringVar(&f.Cluster, "cluster", "synthetic", "initial "+env.ClusterSpecHelp+"; or none (defined by the first POST /v1/state)")
 	fl.IntVar(&f.Machines, "machines", 1000, "machines of the synthetic cluster")
 	fl.Uint64Var(&f.Seed, "seed", 1, "seed of the synthetic cluster, the model and the schedulers' random streams")
 	fl.Float64Var(&f.Tick, "tick", env.DefaultSimConfig.Tick, "seconds per model tick")

@@ -54,7 +54,7 @@ Switches take 0 or 1. Each point changes the scheduler's governor with
 	fl.StringVar(&f.grid, "grid", "", `parameter grid, "name=v1,v2;name2=v3" (required)`)
 	fl.StringVar(&f.seeds, "seeds", "1-3", "training seeds: "+report.SeedsHelp)
 	fl.IntVar(&f.machines, "machines", 500, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH or alibaba-2018:PATH")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
 	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
 	fl.StringVar(&f.duration, "duration", "6h", "simulated time per run")
 	fl.IntVar(&f.top, "top", 20, "rows to print (0: all)")
