@@ -718,37 +718,22 @@ smblk:
 	JZ smload
 	MOVL $0xff800000, AX // −∞
 	VPBROADCASTD AX, Z0
-	VMOVAPS Z0, Z1
-	VMOVAPS Z0, Z2
-	VMOVAPS Z0, Z3
-	VMOVDQA32 Z16, Z4
-	VMOVDQA32 Z16, Z5
-	VMOVDQA32 Z16, Z6
-	VMOVDQA32 Z16, Z7
-	JMP smrows
+`)
+	freshMax(e, "Z16")
+	e.t(`	JMP smrows
 smload:
-	VMOVUPS 0(DI)(R15*1), Z0
-	VMOVUPS 64(DI)(R15*1), Z1
-	VMOVUPS 128(DI)(R15*1), Z2
-	VMOVUPS 192(DI)(R15*1), Z3
-	TESTQ R9, R9
-	JZ smrows
-	VMOVDQU32 0(R9)(R15*1), Z4
-	VMOVDQU32 64(R9)(R15*1), Z5
-	VMOVDQU32 128(R9)(R15*1), Z6
-	VMOVDQU32 192(R9)(R15*1), Z7
-smrows:
+`)
+	loadMax(e, "smrows")
+	e.t(`smrows:
 	XORQ BX, BX
 smrow:
 	CMPQ BX, R14
 	JGE smstore
 	MOVQ (R8)(BX*8), AX // the row's first entry
 	MOVQ 8(R8)(BX*8), DX // and its end
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-smentry:
+`)
+	e.zero("VPXORD", rng("Z", 8, 4)...)
+	e.t(`smentry:
 	CMPQ AX, DX
 	JGE smmax
 	MOVQ (R12)(AX*8), R10
@@ -759,11 +744,11 @@ smentry:
 	JZ smw1
 	VBROADCASTSS (R13)(AX*4), Z12
 smw1:
-	VFMADD231PS 0(R10), Z12, Z8
-	VFMADD231PS 64(R10), Z12, Z9
-	VFMADD231PS 128(R10), Z12, Z10
-	VFMADD231PS 192(R10), Z12, Z11
-	INCQ AX
+`)
+	for j := range 4 {
+		e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
+	}
+	e.t(`	INCQ AX
 	JMP smentry
 smmax:
 	// maxArgZ's steps on each 16-lane group, in registers: the argmax
@@ -771,45 +756,24 @@ smmax:
 	// NaN in out put back. maxArgZ's tie step (out AND row, for +0 against
 	// −0) is left out: a message is a sum of products added to +0, which
 	// is never −0, and the maximum only ever holds −∞ or messages.
-	VCMPPS $30, Z0, Z8, K1
-	VCMPPS $3, Z0, Z0, K3
-	VMOVDQA32 Z16, K1, Z4
-	VMAXPS Z8, Z0, Z20
-	VMOVAPS Z0, K3, Z20
-	VMOVAPS Z20, Z0
-	VCMPPS $30, Z1, Z9, K4
-	VCMPPS $3, Z1, Z1, K6
-	VMOVDQA32 Z16, K4, Z5
-	VMAXPS Z9, Z1, Z21
-	VMOVAPS Z1, K6, Z21
-	VMOVAPS Z21, Z1
-	VCMPPS $30, Z2, Z10, K1
-	VCMPPS $3, Z2, Z2, K3
-	VMOVDQA32 Z16, K1, Z6
-	VMAXPS Z10, Z2, Z22
-	VMOVAPS Z2, K3, Z22
-	VMOVAPS Z22, Z2
-	VCMPPS $30, Z3, Z11, K4
-	VCMPPS $3, Z3, Z3, K6
-	VMOVDQA32 Z16, K4, Z7
-	VMAXPS Z11, Z3, Z23
-	VMOVAPS Z3, K6, Z23
-	VMOVAPS Z23, Z3
-	VPADDD Z17, Z16, Z16
+`)
+	for j := range 4 {
+		ka, kb := k(1+3*(j%2)), k(3+3*(j%2)) // K1, K3 or K4, K6
+		e.i("VCMPPS", "$30", z(j), z(8+j), ka)
+		e.i("VCMPPS", "$3", z(j), z(j), kb)
+		e.i("VMOVDQA32", "Z16", ka, z(4+j))
+		e.i("VMAXPS", z(8+j), z(j), z(20+j))
+		e.i("VMOVAPS", z(j), kb, z(20+j))
+		e.i("VMOVAPS", z(20+j), z(j))
+	}
+	e.t(`	VPADDD Z17, Z16, Z16
 	INCQ BX
 	JMP smrow
 smstore:
-	VMOVUPS Z0, 0(DI)(R15*1)
-	VMOVUPS Z1, 64(DI)(R15*1)
-	VMOVUPS Z2, 128(DI)(R15*1)
-	VMOVUPS Z3, 192(DI)(R15*1)
-	TESTQ R9, R9
-	JZ smnext
-	VMOVDQU32 Z4, 0(R9)(R15*1)
-	VMOVDQU32 Z5, 64(R9)(R15*1)
-	VMOVDQU32 Z6, 128(R9)(R15*1)
-	VMOVDQU32 Z7, 192(R9)(R15*1)
-smnext:
+`)
+	storeMax(e, "smnext")
+
+	e.t(`smnext:
 	ADDQ $256, R15
 	SUBQ $64, CX
 	JMP smblk
@@ -848,40 +812,17 @@ TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
 rzblk:
 	CMPQ CX, $64
 	JLT rzdone
-	MOVQ grad+8(FP), R10
-	VMOVUPS 0(R10)(R15*1), Z0
-	VMOVUPS 64(R10)(R15*1), Z1
-	VMOVUPS 128(R10)(R15*1), Z2
-	VMOVUPS 192(R10)(R15*1), Z3
-	MOVQ arg+16(FP), R10
-	VMOVDQU32 0(R10)(R15*1), Z4
-	VMOVDQU32 64(R10)(R15*1), Z5
-	VMOVDQU32 128(R10)(R15*1), Z6
-	VMOVDQU32 192(R10)(R15*1), Z7
-	MOVQ out+24(FP), R10
-	VMOVUPS 0(R10)(R15*1), Z8
-	VMOVUPS 64(R10)(R15*1), Z9
-	VMOVUPS 128(R10)(R15*1), Z10
-	VMOVUPS 192(R10)(R15*1), Z11
-	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
-	VCMPPS $3, Z9, Z9, K2
-	VCMPPS $3, Z10, Z10, K3
-	VCMPPS $3, Z11, Z11, K4
-	VMOVDQA32 Z18, K1, Z4
-	VMOVDQA32 Z18, K2, Z5
-	VMOVDQA32 Z18, K3, Z6
-	VMOVDQA32 Z18, K4, Z7
-	MOVL e+64(FP), AX
+`)
+	loadRoute(e, "grad+8(FP)", "arg+16(FP)", "out+24(FP)", "Z18")
+	e.t(`	MOVL e+64(FP), AX
 	VPBROADCASTD AX, Z16 // the row's number
 	XORQ BX, BX
 rzrow:
 	CMPQ BX, R14
 	JGE rznext
-	VPCMPEQD Z16, Z4, K1
-	VPCMPEQD Z16, Z5, K2
-	VPCMPEQD Z16, Z6, K3
-	VPCMPEQD Z16, Z7, K4
-	KORW K1, K2, K5
+`)
+	argCols(e, "Z16")
+	e.t(`	KORW K1, K2, K5
 	KORW K3, K4, K6
 	KORTESTW K5, K6
 	JZ rzskip // the row attains no column's maximum
@@ -898,19 +839,17 @@ rzentry:
 	JZ rzw1
 	VBROADCASTSS (R13)(AX*4), Z12
 rzw1:
-	VMULPS Z0, Z12, Z20
-	VMULPS Z1, Z12, Z21
-	VMULPS Z2, Z12, Z22
-	VMULPS Z3, Z12, Z23
-	VADDPS 0(R10), Z20, Z20
-	VADDPS 64(R10), Z21, Z21
-	VADDPS 128(R10), Z22, Z22
-	VADDPS 192(R10), Z23, Z23
-	VMOVUPS Z20, K1, 0(R10)
-	VMOVUPS Z21, K2, 64(R10)
-	VMOVUPS Z22, K3, 128(R10)
-	VMOVUPS Z23, K4, 192(R10)
-	INCQ AX
+`)
+	for j := range 4 {
+		e.i("VMULPS", z(j), "Z12", z(20+j))
+	}
+	for j := range 4 {
+		e.i("VADDPS", at(64*j, "(R10)"), z(20+j), z(20+j))
+	}
+	for j := range 4 {
+		e.i("VMOVUPS", z(20+j), k(1+j), at(64*j, "(R10)"))
+	}
+	e.t(`	INCQ AX
 	JMP rzentry
 rzskip:
 	VPADDD Z17, Z16, Z16
@@ -953,11 +892,9 @@ szrow:
 szblk:
 	CMPQ CX, $64
 	JLT sznextrow
-	VMOVUPS 0(SI)(R15*1), Z0
-	VMOVUPS 64(SI)(R15*1), Z1
-	VMOVUPS 128(SI)(R15*1), Z2
-	VMOVUPS 192(SI)(R15*1), Z3
-	MOVQ (R8)(BX*8), AX // the row's first entry
+`)
+	e.ld("VMOVUPS", 4, 64, "(SI)(R15*1)", zs(0))
+	e.t(`	MOVQ (R8)(BX*8), AX // the row's first entry
 	MOVQ 8(R8)(BX*8), DX // and its end
 szentry:
 	CMPQ AX, DX
@@ -970,19 +907,15 @@ szentry:
 	JZ szw1
 	VBROADCASTSS (R13)(AX*4), Z8
 szw1:
-	VMOVAPS Z0, Z9
-	VMOVAPS Z1, Z10
-	VMOVAPS Z2, Z11
-	VMOVAPS Z3, Z12
-	VFMADD213PS 0(R10), Z8, Z9
-	VFMADD213PS 64(R10), Z8, Z10
-	VFMADD213PS 128(R10), Z8, Z11
-	VFMADD213PS 192(R10), Z8, Z12
-	VMOVUPS Z9, 0(R10)
-	VMOVUPS Z10, 64(R10)
-	VMOVUPS Z11, 128(R10)
-	VMOVUPS Z12, 192(R10)
-	INCQ AX
+`)
+	for j := range 4 {
+		e.i("VMOVAPS", z(j), z(9+j))
+	}
+	for j := range 4 {
+		e.i("VFMADD213PS", at(64*j, "(R10)"), "Z8", z(9+j))
+	}
+	e.st("VMOVUPS", 4, 64, zs(9), "(R10)")
+	e.t(`	INCQ AX
 	JMP szentry
 sznextblk:
 	ADDQ $256, R15
@@ -1011,28 +944,25 @@ TEXT ·colSumZ(SB), NOSPLIT, $0-32
 cs64:
 	CMPQ CX, $64
 	JLT cs16
-	VMOVUPS 0(DI), Z0
-	VMOVUPS 64(DI), Z1
-	VMOVUPS 128(DI), Z2
-	VMOVUPS 192(DI), Z3
-	MOVQ SI, AX
+`)
+	e.ld("VMOVUPS", 4, 64, "(DI)", zs(0))
+	e.t(`	MOVQ SI, AX
 	MOVQ R8, BX
 cs64r:
 	TESTQ BX, BX
 	JZ cs64s
-	VADDPS 0(AX), Z0, Z0
-	VADDPS 64(AX), Z1, Z1
-	VADDPS 128(AX), Z2, Z2
-	VADDPS 192(AX), Z3, Z3
-	ADDQ R11, AX
+`)
+	for j := range 4 {
+		e.i("VADDPS", at(64*j, "(AX)"), z(j), z(j))
+	}
+	e.t(`	ADDQ R11, AX
 	DECQ BX
 	JMP cs64r
 cs64s:
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	ADDQ $256, DI
+`)
+	e.st("VMOVUPS", 4, 64, zs(0), "(DI)")
+
+	e.t(`	ADDQ $256, DI
 	ADDQ $256, SI
 	SUBQ $64, CX
 	JMP cs64
@@ -1179,27 +1109,14 @@ emblk:
 	JLT emdone
 	MOVQ w+40(FP), AX
 	ADDQ R15, AX
-	CMPQ BX, $1
-	JLT emw
-	VMOVUPS 0(AX), Z12
-	VMOVUPS 64(AX), Z13
-	VMOVUPS 128(AX), Z14
-	VMOVUPS 192(AX), Z15
-	ADDQ R11, AX
-	CMPQ BX, $2
-	JLT emw
-	VMOVUPS 0(AX), Z16
-	VMOVUPS 64(AX), Z17
-	VMOVUPS 128(AX), Z18
-	VMOVUPS 192(AX), Z19
-	ADDQ R11, AX
-	CMPQ BX, $3
-	JLT emw
-	VMOVUPS 0(AX), Z20
-	VMOVUPS 64(AX), Z21
-	VMOVUPS 128(AX), Z22
-	VMOVUPS 192(AX), Z23
-emw:
+`)
+	features(e, "emw", func(f int) {
+		e.ld("VMOVUPS", 4, 64, "(AX)", zs(12+4*f))
+		if f < 2 {
+			e.i("ADDQ", "R11", "AX")
+		}
+	})
+	e.t(`emw:
 	MOVL e+56(FP), AX
 	VPBROADCASTD AX, Z26 // the edge's number, for the argmax
 	MOVBLZX fresh+60(FP), AX
@@ -1207,26 +1124,13 @@ emw:
 	JZ emload
 	MOVL $0xff800000, AX // −∞
 	VPBROADCASTD AX, Z0
-	VMOVAPS Z0, Z1
-	VMOVAPS Z0, Z2
-	VMOVAPS Z0, Z3
-	VMOVDQA32 Z26, Z4
-	VMOVDQA32 Z26, Z5
-	VMOVDQA32 Z26, Z6
-	VMOVDQA32 Z26, Z7
-	JMP emedges
+`)
+	freshMax(e, "Z26")
+	e.t(`	JMP emedges
 emload:
-	VMOVUPS 0(DI)(R15*1), Z0
-	VMOVUPS 64(DI)(R15*1), Z1
-	VMOVUPS 128(DI)(R15*1), Z2
-	VMOVUPS 192(DI)(R15*1), Z3
-	TESTQ R9, R9
-	JZ emedges
-	VMOVDQU32 0(R9)(R15*1), Z4
-	VMOVDQU32 64(R9)(R15*1), Z5
-	VMOVDQU32 128(R9)(R15*1), Z6
-	VMOVDQU32 192(R9)(R15*1), Z7
-emedges:
+`)
+	loadMax(e, "emedges")
+	e.t(`emedges:
 	MOVQ feat+32(FP), R10
 	XORQ DX, DX
 emedge:
@@ -1238,67 +1142,37 @@ emedge:
 	ADDQ R15, AX
 	// +0 + x_src: the sparse product's sum starts at +0, and its weight 1
 	// times x_src is exact.
-	VADDPS 0(AX), Z24, Z8
-	VADDPS 64(AX), Z24, Z9
-	VADDPS 128(AX), Z24, Z10
-	VADDPS 192(AX), Z24, Z11
-	CMPQ BX, $1
-	JLT emmax
-	VBROADCASTSS 0(R10), Z25
-	VFMADD231PS Z12, Z25, Z8
-	VFMADD231PS Z13, Z25, Z9
-	VFMADD231PS Z14, Z25, Z10
-	VFMADD231PS Z15, Z25, Z11
-	CMPQ BX, $2
-	JLT emmax
-	VBROADCASTSS 4(R10), Z25
-	VFMADD231PS Z16, Z25, Z8
-	VFMADD231PS Z17, Z25, Z9
-	VFMADD231PS Z18, Z25, Z10
-	VFMADD231PS Z19, Z25, Z11
-	CMPQ BX, $3
-	JLT emmax
-	VBROADCASTSS 8(R10), Z25
-	VFMADD231PS Z20, Z25, Z8
-	VFMADD231PS Z21, Z25, Z9
-	VFMADD231PS Z22, Z25, Z10
-	VFMADD231PS Z23, Z25, Z11
-emmax:
+`)
+	for j := range 4 {
+		e.i("VADDPS", at(64*j, "(AX)"), "Z24", z(8+j))
+	}
+	features(e, "emmax", func(f int) {
+		e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z25")
+		for j := range 4 {
+			e.i("VFMADD231PS", z(12+4*f+j), "Z25", z(8+j))
+		}
+	})
+	e.t(`emmax:
 	// spmmMaxArgZ's steps: the argmax where the message is larger
 	// (GT_OQ); then, where the maximum is not NaN (ORD), the maximum with
 	// Intel's rules (the message where either is NaN), in place.
-	VCMPPS $30, Z0, Z8, K1
-	VMOVDQA32 Z26, K1, Z4
-	VCMPPS $7, Z0, Z0, K2
-	VMAXPS Z8, Z0, K2, Z0
-	VCMPPS $30, Z1, Z9, K3
-	VMOVDQA32 Z26, K3, Z5
-	VCMPPS $7, Z1, Z1, K4
-	VMAXPS Z9, Z1, K4, Z1
-	VCMPPS $30, Z2, Z10, K1
-	VMOVDQA32 Z26, K1, Z6
-	VCMPPS $7, Z2, Z2, K2
-	VMAXPS Z10, Z2, K2, Z2
-	VCMPPS $30, Z3, Z11, K3
-	VMOVDQA32 Z26, K3, Z7
-	VCMPPS $7, Z3, Z3, K4
-	VMAXPS Z11, Z3, K4, Z3
-	ADDQ R13, R10
+`)
+	for j := range 4 {
+		ka, kb := k(1+2*(j%2)), k(2+2*(j%2)) // K1, K2 or K3, K4
+		e.i("VCMPPS", "$30", z(j), z(8+j), ka)
+		e.i("VMOVDQA32", "Z26", ka, z(4+j))
+		e.i("VCMPPS", "$7", z(j), z(j), kb)
+		e.i("VMAXPS", z(8+j), z(j), kb, z(j))
+	}
+	e.t(`	ADDQ R13, R10
 	VPADDD Z27, Z26, Z26
 	INCQ DX
 	JMP emedge
 emstore:
-	VMOVUPS Z0, 0(DI)(R15*1)
-	VMOVUPS Z1, 64(DI)(R15*1)
-	VMOVUPS Z2, 128(DI)(R15*1)
-	VMOVUPS Z3, 192(DI)(R15*1)
-	TESTQ R9, R9
-	JZ emnext
-	VMOVDQU32 Z4, 0(R9)(R15*1)
-	VMOVDQU32 Z5, 64(R9)(R15*1)
-	VMOVDQU32 Z6, 128(R9)(R15*1)
-	VMOVDQU32 Z7, 192(R9)(R15*1)
-emnext:
+`)
+	storeMax(e, "emnext")
+
+	e.t(`emnext:
 	ADDQ $256, R15
 	SUBQ $64, CX
 	JMP emblk
@@ -1335,52 +1209,18 @@ TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
 erblk:
 	CMPQ CX, $64
 	JLT erdone
-	MOVQ grad+16(FP), R10
-	VMOVUPS 0(R10)(R15*1), Z0
-	VMOVUPS 64(R10)(R15*1), Z1
-	VMOVUPS 128(R10)(R15*1), Z2
-	VMOVUPS 192(R10)(R15*1), Z3
-	MOVQ arg+24(FP), R10
-	VMOVDQU32 0(R10)(R15*1), Z4
-	VMOVDQU32 64(R10)(R15*1), Z5
-	VMOVDQU32 128(R10)(R15*1), Z6
-	VMOVDQU32 192(R10)(R15*1), Z7
-	MOVQ out+32(FP), R10
-	VMOVUPS 0(R10)(R15*1), Z8
-	VMOVUPS 64(R10)(R15*1), Z9
-	VMOVUPS 128(R10)(R15*1), Z10
-	VMOVUPS 192(R10)(R15*1), Z11
-	VCMPPS $3, Z8, Z8, K1 // a NaN maximum equals no message
-	VCMPPS $3, Z9, Z9, K2
-	VCMPPS $3, Z10, Z10, K3
-	VCMPPS $3, Z11, Z11, K4
-	VMOVDQA32 Z26, K1, Z4
-	VMOVDQA32 Z26, K2, Z5
-	VMOVDQA32 Z26, K3, Z6
-	VMOVDQA32 Z26, K4, Z7
-	MOVQ gw+8(FP), AX
+`)
+	loadRoute(e, "grad+16(FP)", "arg+24(FP)", "out+32(FP)", "Z26")
+	e.t(`	MOVQ gw+8(FP), AX
 	ADDQ R15, AX
-	CMPQ BX, $1
-	JLT erw
-	VMOVUPS 0(AX), Z12
-	VMOVUPS 64(AX), Z13
-	VMOVUPS 128(AX), Z14
-	VMOVUPS 192(AX), Z15
-	ADDQ R11, AX
-	CMPQ BX, $2
-	JLT erw
-	VMOVUPS 0(AX), Z16
-	VMOVUPS 64(AX), Z17
-	VMOVUPS 128(AX), Z18
-	VMOVUPS 192(AX), Z19
-	ADDQ R11, AX
-	CMPQ BX, $3
-	JLT erw
-	VMOVUPS 0(AX), Z20
-	VMOVUPS 64(AX), Z21
-	VMOVUPS 128(AX), Z22
-	VMOVUPS 192(AX), Z23
-erw:
+`)
+	features(e, "erw", func(f int) {
+		e.ld("VMOVUPS", 4, 64, "(AX)", zs(12+4*f))
+		if f < 2 {
+			e.i("ADDQ", "R11", "AX")
+		}
+	})
+	e.t(`erw:
 	MOVL e+64(FP), AX
 	VPBROADCASTD AX, Z24 // the edge's number
 	MOVQ feat+48(FP), R10
@@ -1388,11 +1228,9 @@ erw:
 eredge:
 	CMPQ DX, R14
 	JGE erstore
-	VPCMPEQD Z24, Z4, K1
-	VPCMPEQD Z24, Z5, K2
-	VPCMPEQD Z24, Z6, K3
-	VPCMPEQD Z24, Z7, K4
-	KORW K1, K2, K5
+`)
+	argCols(e, "Z24")
+	e.t(`	KORW K1, K2, K5
 	KORW K3, K4, K6
 	KORTESTW K5, K6
 	JZ erskip // the edge attains no column's maximum
@@ -1401,48 +1239,24 @@ eredge:
 	ADDQ DI, AX
 	ADDQ R15, AX
 	// 1·grad is grad: the source row's sum, as spmmRouteZ's.
-	VADDPS 0(AX), Z0, Z8
-	VADDPS 64(AX), Z1, Z9
-	VADDPS 128(AX), Z2, Z10
-	VADDPS 192(AX), Z3, Z11
-	VMOVUPS Z8, K1, 0(AX)
-	VMOVUPS Z9, K2, 64(AX)
-	VMOVUPS Z10, K3, 128(AX)
-	VMOVUPS Z11, K4, 192(AX)
-	CMPQ BX, $1
-	JLT erskip
-	VBROADCASTSS 0(R10), Z27
-	VMULPS Z0, Z27, Z28
-	VMULPS Z1, Z27, Z29
-	VMULPS Z2, Z27, Z30
-	VMULPS Z3, Z27, Z31
-	VADDPS Z12, Z28, K1, Z12
-	VADDPS Z13, Z29, K2, Z13
-	VADDPS Z14, Z30, K3, Z14
-	VADDPS Z15, Z31, K4, Z15
-	CMPQ BX, $2
-	JLT erskip
-	VBROADCASTSS 4(R10), Z27
-	VMULPS Z0, Z27, Z28
-	VMULPS Z1, Z27, Z29
-	VMULPS Z2, Z27, Z30
-	VMULPS Z3, Z27, Z31
-	VADDPS Z16, Z28, K1, Z16
-	VADDPS Z17, Z29, K2, Z17
-	VADDPS Z18, Z30, K3, Z18
-	VADDPS Z19, Z31, K4, Z19
-	CMPQ BX, $3
-	JLT erskip
-	VBROADCASTSS 8(R10), Z27
-	VMULPS Z0, Z27, Z28
-	VMULPS Z1, Z27, Z29
-	VMULPS Z2, Z27, Z30
-	VMULPS Z3, Z27, Z31
-	VADDPS Z20, Z28, K1, Z20
-	VADDPS Z21, Z29, K2, Z21
-	VADDPS Z22, Z30, K3, Z22
-	VADDPS Z23, Z31, K4, Z23
-erskip:
+`)
+	for j := range 4 {
+		e.i("VADDPS", at(64*j, "(AX)"), z(j), z(8+j))
+	}
+	for j := range 4 {
+		e.i("VMOVUPS", z(8+j), k(1+j), at(64*j, "(AX)"))
+	}
+	features(e, "erskip", func(f int) {
+		e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z27")
+		for j := range 4 {
+			e.i("VMULPS", z(j), "Z27", z(28+j))
+		}
+		for j := range 4 {
+			w := z(12 + 4*f + j)
+			e.i("VADDPS", w, z(28+j), k(1+j), w)
+		}
+	})
+	e.t(`erskip:
 	ADDQ R13, R10
 	VPADDD Z25, Z24, Z24
 	INCQ DX
@@ -1450,27 +1264,14 @@ erskip:
 erstore:
 	MOVQ gw+8(FP), AX
 	ADDQ R15, AX
-	CMPQ BX, $1
-	JLT ernext
-	VMOVUPS Z12, 0(AX)
-	VMOVUPS Z13, 64(AX)
-	VMOVUPS Z14, 128(AX)
-	VMOVUPS Z15, 192(AX)
-	ADDQ R11, AX
-	CMPQ BX, $2
-	JLT ernext
-	VMOVUPS Z16, 0(AX)
-	VMOVUPS Z17, 64(AX)
-	VMOVUPS Z18, 128(AX)
-	VMOVUPS Z19, 192(AX)
-	ADDQ R11, AX
-	CMPQ BX, $3
-	JLT ernext
-	VMOVUPS Z20, 0(AX)
-	VMOVUPS Z21, 64(AX)
-	VMOVUPS Z22, 128(AX)
-	VMOVUPS Z23, 192(AX)
-ernext:
+`)
+	features(e, "ernext", func(f int) {
+		e.st("VMOVUPS", 4, 64, zs(12+4*f), "(AX)")
+		if f < 2 {
+			e.i("ADDQ", "R11", "AX")
+		}
+	})
+	e.t(`ernext:
 	ADDQ $256, R15
 	SUBQ $64, CX
 	JMP erblk
@@ -1607,15 +1408,9 @@ rrnow:
 rrblk:
 	CMPQ CX, $64
 	JLT rrnext
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	XORQ BX, BX
+`)
+	e.zero("VPXORD", rng("Z", 0, 8)...)
+	e.t(`	XORQ BX, BX
 	MOVQ R14, R10
 	CMPQ R15, R10
 	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
@@ -1629,22 +1424,18 @@ rrboth:
 	JZ rrb1
 	VBROADCASTSS (R9)(BX*4), Z8
 rrb1:
-	VFMADD231PS 0(AX), Z8, Z0
-	VFMADD231PS 64(AX), Z8, Z1
-	VFMADD231PS 128(AX), Z8, Z2
-	VFMADD231PS 192(AX), Z8, Z3
-	MOVQ (R12)(BX*8), AX
+`)
+	rangeFMA(e, "Z8", 0)
+	e.t(`	MOVQ (R12)(BX*8), AX
 	IMULQ R11, AX
 	ADDQ SI, AX
 	TESTQ R13, R13
 	JZ rrb2
 	VBROADCASTSS (R13)(BX*4), Z9
 rrb2:
-	VFMADD231PS 0(AX), Z9, Z4
-	VFMADD231PS 64(AX), Z9, Z5
-	VFMADD231PS 128(AX), Z9, Z6
-	VFMADD231PS 192(AX), Z9, Z7
-	INCQ BX
+`)
+	rangeFMA(e, "Z9", 4)
+	e.t(`	INCQ BX
 	JMP rrboth
 rrone:
 	MOVQ BX, R10 // where row 2 resumes
@@ -1658,11 +1449,9 @@ rrone1:
 	JZ rro1
 	VBROADCASTSS (R9)(BX*4), Z8
 rro1:
-	VFMADD231PS 0(AX), Z8, Z0
-	VFMADD231PS 64(AX), Z8, Z1
-	VFMADD231PS 128(AX), Z8, Z2
-	VFMADD231PS 192(AX), Z8, Z3
-	INCQ BX
+`)
+	rangeFMA(e, "Z8", 0)
+	e.t(`	INCQ BX
 	JMP rrone1
 rrtwo:
 	MOVQ R10, BX
@@ -1676,11 +1465,9 @@ rrtwo1:
 	JZ rro2
 	VBROADCASTSS (R13)(BX*4), Z9
 rro2:
-	VFMADD231PS 0(AX), Z9, Z4
-	VFMADD231PS 64(AX), Z9, Z5
-	VFMADD231PS 128(AX), Z9, Z6
-	VFMADD231PS 192(AX), Z9, Z7
-	INCQ BX
+`)
+	rangeFMA(e, "Z9", 4)
+	e.t(`	INCQ BX
 	JMP rrtwo1
 rrstore:
 	MOVQ mode+64(FP), AX
@@ -1688,51 +1475,27 @@ rrstore:
 	JZ rrput
 	// mode 1: dst + sum, as addAVX adds (dst the first operand, whose NaN
 	// an addition keeps); mode 2: then max(·, 0) + 0, as addReluAVX.
-	VMOVUPS 0(DI), Z16
-	VMOVUPS 64(DI), Z17
-	VMOVUPS 128(DI), Z18
-	VMOVUPS 192(DI), Z19
-	VMOVUPS 0(DX), Z20
-	VMOVUPS 64(DX), Z21
-	VMOVUPS 128(DX), Z22
-	VMOVUPS 192(DX), Z23
-	VADDPS Z0, Z16, Z0
-	VADDPS Z1, Z17, Z1
-	VADDPS Z2, Z18, Z2
-	VADDPS Z3, Z19, Z3
-	VADDPS Z4, Z20, Z4
-	VADDPS Z5, Z21, Z5
-	VADDPS Z6, Z22, Z6
-	VADDPS Z7, Z23, Z7
-	CMPQ AX, $2
+`)
+	e.ld("VMOVUPS", 4, 64, "(DI)", zs(16))
+	e.ld("VMOVUPS", 4, 64, "(DX)", zs(20))
+	for j := range 8 {
+		e.i("VADDPS", z(j), z(16+j), z(j))
+	}
+	e.t(`	CMPQ AX, $2
 	JNE rrput
 	VPXORD Z24, Z24, Z24
-	VMAXPS Z0, Z24, Z0
-	VMAXPS Z1, Z24, Z1
-	VMAXPS Z2, Z24, Z2
-	VMAXPS Z3, Z24, Z3
-	VMAXPS Z4, Z24, Z4
-	VMAXPS Z5, Z24, Z5
-	VMAXPS Z6, Z24, Z6
-	VMAXPS Z7, Z24, Z7
-	VADDPS Z24, Z0, Z0
-	VADDPS Z24, Z1, Z1
-	VADDPS Z24, Z2, Z2
-	VADDPS Z24, Z3, Z3
-	VADDPS Z24, Z4, Z4
-	VADDPS Z24, Z5, Z5
-	VADDPS Z24, Z6, Z6
-	VADDPS Z24, Z7, Z7
-rrput:
-	VMOVUPS Z0, 0(DI)
-	VMOVUPS Z1, 64(DI)
-	VMOVUPS Z2, 128(DI)
-	VMOVUPS Z3, 192(DI)
-	VMOVUPS Z4, 0(DX)
-	VMOVUPS Z5, 64(DX)
-	VMOVUPS Z6, 128(DX)
-	VMOVUPS Z7, 192(DX)
-	ADDQ $256, DI
+`)
+	for j := range 8 {
+		e.i("VMAXPS", z(j), "Z24", z(j))
+	}
+	for j := range 8 {
+		e.i("VADDPS", "Z24", z(j), z(j))
+	}
+	e.t(`rrput:
+`)
+	e.st("VMOVUPS", 4, 64, zs(0), "(DI)")
+	e.st("VMOVUPS", 4, 64, zs(4), "(DX)")
+	e.t(`	ADDQ $256, DI
 	ADDQ $256, DX
 	ADDQ $256, SI
 	SUBQ $64, CX
@@ -1962,6 +1725,76 @@ fpdone:
 	VZEROUPPER
 	RET
 `)
+}
+
+// freshMax starts a segment's maximum at −∞ (Z0, already broadcast to
+// Z1-Z3) and its argmax at the row's number.
+func freshMax(e *emitter, num string) {
+	for j := 1; j < 4; j++ {
+		e.i("VMOVAPS", "Z0", z(j))
+	}
+	for j := range 4 {
+		e.i("VMOVDQA32", num, z(4+j))
+	}
+}
+
+// loadMax reads the maximum into Z0-Z3 and, unless arg is nil, the
+// argmax into Z4-Z7; storeMax writes them back.
+func loadMax(e *emitter, skip string) {
+	e.ld("VMOVUPS", 4, 64, "(DI)(R15*1)", zs(0))
+	e.t("\tTESTQ R9, R9\n")
+	e.i("JZ", skip)
+	e.ld("VMOVDQU32", 4, 64, "(R9)(R15*1)", zs(4))
+}
+
+func storeMax(e *emitter, next string) {
+	e.st("VMOVUPS", 4, 64, zs(0), "(DI)(R15*1)")
+	e.t("\tTESTQ R9, R9\n")
+	e.i("JZ", next)
+	e.st("VMOVDQU32", 4, 64, zs(4), "(R9)(R15*1)")
+}
+
+// loadRoute reads a block's gradient (Z0-Z3), argmax (Z4-Z7) and maximum
+// (Z8-Z11) and sets the argmax to −1 (minus) where the maximum is NaN.
+func loadRoute(e *emitter, grad, arg, out, minus string) {
+	e.i("MOVQ", grad, "R10")
+	e.ld("VMOVUPS", 4, 64, "(R10)(R15*1)", zs(0))
+	e.i("MOVQ", arg, "R10")
+	e.ld("VMOVDQU32", 4, 64, "(R10)(R15*1)", zs(4))
+	e.i("MOVQ", out, "R10")
+	e.ld("VMOVUPS", 4, 64, "(R10)(R15*1)", zs(8))
+	e.ic("a NaN maximum equals no message", "VCMPPS", "$3", "Z8", "Z8", "K1")
+	for j := 1; j < 4; j++ {
+		e.i("VCMPPS", "$3", z(8+j), z(8+j), k(1+j))
+	}
+	for j := range 4 {
+		e.i("VMOVDQA32", minus, k(1+j), z(4+j))
+	}
+}
+
+// argCols sets K1-K4 to the columns whose argmax is num.
+func argCols(e *emitter, num string) {
+	for j := range 4 {
+		e.i("VPCMPEQD", num, z(4+j), k(1+j))
+	}
+}
+
+// features emits body for each of an edge's fd ≤ 3 features, fd in BX,
+// leaving for done after the last.
+func features(e *emitter, done string, body func(f int)) {
+	for f := range 3 {
+		e.i("CMPQ", "BX", imm(f+1))
+		e.i("JLT", done)
+		body(f)
+	}
+}
+
+// rangeFMA adds an entry of x (at AX), times the weight w, into one of
+// spmmRangeZ's two rows of sums, Z(r0)-Z(r0+3).
+func rangeFMA(e *emitter, w string, r0 int) {
+	for j := range 4 {
+		e.i("VFMADD231PS", at(64*j, "(AX)"), w, z(r0+j))
+	}
 }
 
 // packTransposed is packTransposedZ's 16×16 transpose: the rows loaded,
