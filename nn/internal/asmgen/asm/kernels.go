@@ -423,26 +423,24 @@ TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
 pr16:
 	CMPQ CX, $2
 	JLT pr16one
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS 0(SI)(R8*1), Y2
-	VMOVUPS 32(SI)(R8*1), Y3
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-	VMOVUPS Y2, 64(DI)
-	VMOVUPS Y3, 96(DI)
-	LEAQ (SI)(R8*2), SI
+`)
+	for r := range 2 { // two rows of b per round
+		for p := range 2 {
+			e.i("VMOVUPS", at(32*p, "(SI)"+[]string{"", "(R8*1)"}[r]), y(2*r+p))
+		}
+	}
+	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
+	e.t(`	LEAQ (SI)(R8*2), SI
 	ADDQ $128, DI
 	SUBQ $2, CX
 	JMP pr16
 pr16one:
 	TESTQ CX, CX
 	JZ pr16done
-	VMOVUPS 0(SI), Y0
-	VMOVUPS 32(SI), Y1
-	VMOVUPS Y0, 0(DI)
-	VMOVUPS Y1, 32(DI)
-pr16done:
+`)
+	e.ld("VMOVUPS", 2, 32, "(SI)", ys(0))
+	e.st("VMOVUPS", 2, 32, ys(0), "(DI)")
+	e.t(`pr16done:
 	VZEROUPPER
 	RET
 
@@ -1623,22 +1621,20 @@ tanhloop:
 	VFNMADD231PD.BCST 80(AX), Z8, Z7 // − k·ln2 (lower part), fused
 	VMULPD.BCST 88(AX), Z7, Z7 // /16
 	VBROADCASTSD 96(AX), Z10
-	VFMADD213PD.BCST 104(AX), Z7, Z10
-	VFMADD213PD.BCST 112(AX), Z7, Z10
-	VFMADD213PD.BCST 120(AX), Z7, Z10
-	VFMADD213PD.BCST 128(AX), Z7, Z10
-	VFMADD213PD.BCST 136(AX), Z7, Z10
-	VFMADD213PD.BCST 144(AX), Z7, Z10
-	VFMADD213PD.BCST 152(AX), Z7, Z10
-	VMULPD Z10, Z7, Z7
-	VADDPD.BCST 160(AX), Z7, Z10 // four times t·(t + 2), the last + 1 fused
-	VMULPD Z10, Z7, Z7
-	VADDPD.BCST 160(AX), Z7, Z10
-	VMULPD Z10, Z7, Z7
-	VADDPD.BCST 160(AX), Z7, Z10
-	VMULPD Z10, Z7, Z7
-	VADDPD.BCST 160(AX), Z7, Z10
-	VFMADD213PD.BCST 152(AX), Z10, Z7
+`)
+	// The Taylor polynomial's Horner steps, its coefficients c[13:20].
+	for j := range 7 {
+		e.i("VFMADD213PD.BCST", at(104+8*j, "(AX)"), "Z7", "Z10")
+	}
+	for s := range 4 {
+		e.i("VMULPD", "Z10", "Z7", "Z7")
+		if s == 0 {
+			e.ic("four times t·(t + 2), the last + 1 fused", "VADDPD.BCST", "160(AX)", "Z7", "Z10")
+		} else {
+			e.i("VADDPD.BCST", "160(AX)", "Z7", "Z10")
+		}
+	}
+	e.t(`	VFMADD213PD.BCST 152(AX), Z10, Z7
 	VPMOVSXDQ Y9, Z11 // ·2^k
 	VPADDQ Z30, Z11, Z11
 	VPSLLQ $52, Z11, Z11
