@@ -33,15 +33,15 @@ func (e *emitter) zero(op string, regs ...string) {
 
 // ld writes n loads op off(base), reg, the offsets stride apart.
 func (e *emitter) ld(op string, n, stride int, base string, reg func(int) string) {
-	for k := range n {
-		e.i(op, at(k*stride, base), reg(k))
+	for j := range n {
+		e.i(op, at(j*stride, base), reg(j))
 	}
 }
 
 // st writes n stores op reg, off(base), the offsets stride apart.
 func (e *emitter) st(op string, n, stride int, reg func(int) string, base string) {
-	for k := range n {
-		e.i(op, reg(k), at(k*stride, base))
+	for j := range n {
+		e.i(op, reg(j), at(j*stride, base))
 	}
 }
 

@@ -28,10 +28,13 @@ type gemm struct {
 func (g *gemm) reg(n int) string     { return fmt.Sprintf("%s%d", g.v, n) }
 func (g *gemm) tile(r, p int) string { return g.reg(2*r + p) }
 
+// aBase are the registers that point at rows 0, 3, 6 and 9 of a.
+var aBase = []string{"SI", "R11", "R13", "R14"}
+
 // arow is the operand of row r of a: three rows per base register, the
 // others lda (R10) and 2·lda past it.
 func arow(r int) string {
-	base := "(" + []string{"SI", "R11", "R13", "R14"}[r/3] + ")"
+	base := "(" + aBase[r/3] + ")"
 	if r%3 == 0 {
 		return base
 	}
@@ -70,8 +73,8 @@ func (g *gemm) emit(e *emitter) {
 			e.i("VFMADD231PS", g.reg(g.bregs[p]), bc, g.tile(r, p))
 		}
 	}
-	for r := 0; r < g.rows; r += 3 {
-		e.i("ADDQ", "R12", arow(r)[1:len(arow(r))-1])
+	for _, base := range aBase[:(g.rows+2)/3] {
+		e.i("ADDQ", "R12", base)
 	}
 	e.t(g.step)
 	e.i("DECQ", "CX")
