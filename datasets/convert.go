@@ -61,14 +61,14 @@ func writerWithSource(opt WriterOptions, src string) WriterOptions {
 }
 
 // ConvertAlibabaGPU converts the 2023 GPU trace in dir (nodes.csv and
-// pods.csv, read by env's loaders) into machines.arrow and jobs.arrow in
-// out.
+// pods.csv, plain or .gz, read by env's loaders; dir "" is the bundled
+// copy) into machines.arrow and jobs.arrow in out.
 func ConvertAlibabaGPU(dir, out string, opt ConvertOptions) (Converted, error) {
 	var res Converted
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return res, fmt.Errorf("convert: %w", err)
 	}
-	c, err := env.LoadAlibabaGPUNodes(filepath.Join(dir, "nodes.csv"))
+	c, err := env.ClusterSpec{Source: "alibaba-gpu", Path: dir}.Load()
 	if err != nil {
 		return res, fmt.Errorf("convert alibaba-gpu: %w", err)
 	}
@@ -77,7 +77,7 @@ func ConvertAlibabaGPU(dir, out string, opt ConvertOptions) (Converted, error) {
 		return res, err
 	}
 	res.Files, res.Machines = append(res.Files, mpath), len(c.Machines)
-	w, err := env.LoadAlibabaGPUPods(filepath.Join(dir, "pods.csv"), env.GPUTraceOptions{Compress: opt.compress()})
+	w, err := env.WorkloadSpec{Source: "alibaba-gpu", Path: dir, Compress: opt.compress()}.Load(c)
 	if err != nil {
 		return res, fmt.Errorf("convert alibaba-gpu: %w", err)
 	}
@@ -151,19 +151,23 @@ func ConvertAlibaba2018(dir, out string, opt ConvertOptions) (Converted, error) 
 	return res, nil
 }
 
-// ConvertAlibabaBatch converts the 2018 batch task table at path into
-// jobs.arrow in out.
+// ConvertAlibabaBatch converts the 2018 batch task table at path (plain
+// or .gz; "" is the bundled copy) into jobs.arrow in out.
 func ConvertAlibabaBatch(path, out string, opt ConvertOptions) (Converted, error) {
 	var res Converted
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return res, fmt.Errorf("convert: %w", err)
 	}
-	w, err := env.LoadAlibaba2018Batch(path, env.Alibaba2018Options{Compress: opt.compress(), MaxInstances: opt.MaxInstances})
+	w, err := env.WorkloadSpec{Source: "alibaba-batch", Path: path, Compress: opt.compress(), MaxInstances: opt.MaxInstances}.Load(nil)
 	if err != nil {
 		return res, fmt.Errorf("convert alibaba-batch: %w", err)
 	}
 	jpath := filepath.Join(out, JobsFile)
-	src := fmt.Sprintf("alibaba-batch:%s compress=%g max_instances=%d", filepath.Base(path), opt.compress(), opt.MaxInstances)
+	name := "jobs.csv" // the bundled table
+	if path != "" {
+		name = filepath.Base(path)
+	}
+	src := fmt.Sprintf("alibaba-batch:%s compress=%g max_instances=%d", name, opt.compress(), opt.MaxInstances)
 	if err := WriteWorkload(jpath, w, writerWithSource(opt.Writer, src)); err != nil {
 		return res, err
 	}

@@ -124,6 +124,34 @@ func TestConvertAlibabaGPU(t *testing.T) {
 	}
 }
 
+// The bundled GPU trace and 2018 batch table convert without a folder,
+// to the same Go values the simulator loads from them.
+func TestConvertBundled(t *testing.T) {
+	out := t.TempDir()
+	res, err := ConvertAlibabaGPU("", out, ConvertOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Machines != 1523 || res.Jobs != 5706 {
+		t.Fatalf("converted %d machines, %d jobs; the bundled trace has 1,523 and 5,706", res.Machines, res.Jobs)
+	}
+	wantC, err := env.ClusterSpec{Source: "alibaba-gpu"}.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotC, err := ReadCluster(filepath.Join(out, MachinesFile), ReaderOptions{})
+	if err != nil || !reflect.DeepEqual(gotC, wantC) {
+		t.Fatalf("machines.arrow differs from the bundled nodes.csv: %v", err)
+	}
+	bres, err := ConvertAlibabaBatch("", t.TempDir(), ConvertOptions{MaxInstances: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bres.Jobs != 31756 {
+		t.Errorf("converted %d batch jobs; the bundled table gives 31,756 at one instance per task", bres.Jobs)
+	}
+}
+
 // TestConvertAlibaba2018 converts the 2018 trace: machines (env's loader),
 // usage (the streaming CSV reader; the first rows under -short) and batch
 // jobs (env's loader, one instance per task).

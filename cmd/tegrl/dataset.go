@@ -57,20 +57,23 @@ func newDatasetConvertCmd(a *app) *cobra.Command {
 		Long: `convert reads a public Alibaba trace with env's loaders (the same ones
 tegrl simulate uses) and writes Arrow datasets into --out:
 
-  alibaba-gpu:DIR    the 2023 GPU trace: DIR/nodes.csv -> machines.arrow,
-                     DIR/pods.csv -> jobs.arrow
+  alibaba-gpu[:DIR]  the 2023 GPU trace: DIR/nodes.csv -> machines.arrow,
+                     DIR/pods.csv -> jobs.arrow (.gz too; no DIR: the
+                     bundled copy)
   alibaba-2018:DIR   the 2018 trace: DIR/machine_meta.csv -> machines.arrow,
                      DIR/machine_usage.csv -> usage.arrow (when present),
                      batch tasks from DIR/jobs.csv or the sibling
                      alibaba-v2018-batch/jobs.csv -> jobs.arrow (when found)
-  alibaba-batch:FILE the 2018 batch task table -> jobs.arrow`,
-		Example: `  tegrl dataset convert --from alibaba-gpu:traces/openb --out gpu-arrow   # traces/openb holds nodes.csv and pods.csv
+  alibaba-batch[:FILE] the 2018 batch task table -> jobs.arrow (no FILE:
+                     the bundled copy)`,
+		Example: `  tegrl dataset convert --from alibaba-gpu --out gpu-arrow   # the bundled 2023 GPU trace
+  tegrl dataset convert --from alibaba-gpu:traces/openb --out gpu-arrow   # traces/openb holds nodes.csv and pods.csv
   tegrl dataset convert --from alibaba-batch:jobs.csv.gz --out batch-arrow`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			src, path, ok := strings.Cut(from, ":")
-			if !ok || path == "" {
-				return fmt.Errorf("--from %q: want alibaba-gpu:DIR, alibaba-2018:DIR or alibaba-batch:FILE", from)
+			src, path, hasPath := strings.Cut(from, ":")
+			if hasPath && path == "" || src == "alibaba-2018" && path == "" {
+				return fmt.Errorf("--from %q: want alibaba-gpu[:DIR], alibaba-2018:DIR or alibaba-batch[:FILE]", from)
 			}
 			opt := datasets.ConvertOptions{Compress: compress, MaxInstances: maxInstances,
 				Writer: datasets.WriterOptions{BatchRows: batchRows}, Log: a.log}
@@ -97,7 +100,7 @@ tegrl simulate uses) and writes Arrow datasets into --out:
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&from, "from", "", "trace to convert: alibaba-gpu:DIR, alibaba-2018:DIR or alibaba-batch:FILE")
+	fl.StringVar(&from, "from", "", "trace to convert: alibaba-gpu[:DIR], alibaba-2018:DIR or alibaba-batch[:FILE] (no DIR or FILE: the bundled copy)")
 	fl.StringVar(&out, "out", "", "output folder (created if missing)")
 	fl.Float64Var(&compress, "compress", 1, "time-compression factor (arrivals and durations divided by it)")
 	fl.IntVar(&maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all 2.5M)")
