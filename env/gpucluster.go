@@ -41,7 +41,8 @@ func ParseGPUClusterSpec(spec string, t *ThroughputTable, gpusPerServer int) (*G
 			if !ok {
 				return nil, fmt.Errorf("cluster spec %q: field %q is not type=count", spec, f)
 			}
-			n, err := strconv.Atoi(num)
+			name = strings.TrimSpace(name)
+			n, err := strconv.Atoi(strings.TrimSpace(num))
 			if err != nil {
 				return nil, fmt.Errorf("cluster spec %q: count of %s: %w", spec, name, err)
 			}
@@ -70,6 +71,10 @@ func ParseGPUClusterSpec(spec string, t *ThroughputTable, gpusPerServer int) (*G
 	return NewGPUCluster(t, counts, gpusPerServer)
 }
 
+// MaxClusterGPUs bounds a cluster's GPUs (the simulator keeps per-GPU
+// state; the 4,278-node spot cluster has about 10,000).
+const MaxClusterGPUs = 1 << 20
+
 // NewGPUCluster builds a cluster of counts[type] GPUs of each named type.
 func NewGPUCluster(t *ThroughputTable, counts map[string]int, gpusPerServer int) (*GPUCluster, error) {
 	names := make([]string, 0, len(counts))
@@ -89,6 +94,9 @@ func NewGPUCluster(t *ThroughputTable, counts map[string]int, gpusPerServer int)
 		}
 		if k == 0 {
 			continue
+		}
+		if k > MaxClusterGPUs-c.TotalGPUs() {
+			return nil, fmt.Errorf("cluster: more than %d GPUs", MaxClusterGPUs)
 		}
 		c.Types = append(c.Types, g)
 		c.Capacity = append(c.Capacity, k)

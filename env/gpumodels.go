@@ -153,6 +153,9 @@ func (t *ThroughputTable) WithGPUModels(gm *GPUModels, models []string) (*Throug
 		}
 	}
 	nm, ns, ng := len(t.Models), len(t.Scales), len(out.GPUs)
+	if err := checkTableSize(nm, ns, ng); err != nil {
+		return nil, err
+	}
 	out.alone = make([]float64, nm*ns*ng*2)
 	out.pair = make([]float64, ng*ns*nm*nm*2)
 	for m := range nm {

@@ -88,6 +88,19 @@ func parseJobKey(k string) (string, int, error) {
 	return body[:i], sc, nil
 }
 
+// maxPairEntries bounds the dense co-location table (job types² × GPU
+// types × scale factors; Gavel's: 26² × 3 × 4), so that a table of many
+// job types is an error rather than gigabytes of memory.
+const maxPairEntries = 1 << 22
+
+func checkTableSize(nm, ns, ng int) error {
+	if nm > 1<<12 || ng > 1<<12 || nm*nm*ns*ng > maxPairEntries {
+		return fmt.Errorf("throughput table: %d job types × %d GPU types × %d scale factors is too large (at most %d job-type pairs × GPU types × scale factors)",
+			nm, ng, ns, maxPairEntries)
+	}
+	return nil
+}
+
 func validThroughput(v float64) bool { return v >= 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
 
 type rawTable map[string]map[string]map[string]json.RawMessage
@@ -101,6 +114,9 @@ func LoadThroughputTable(r io.Reader) (*ThroughputTable, error) {
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&raw); err != nil {
 		return nil, fmt.Errorf("throughput table: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("throughput table: trailing data after the JSON object")
 	}
 	t := &ThroughputTable{}
 	models, scales := map[string]bool{}, map[int]bool{}
@@ -136,6 +152,9 @@ func LoadThroughputTable(r io.Reader) (*ThroughputTable, error) {
 	sort.Strings(t.Models)
 	sort.Ints(t.Scales)
 	nm, ns, ng := len(t.Models), len(t.Scales), len(t.GPUs)
+	if err := checkTableSize(nm, ns, ng); err != nil {
+		return nil, err
+	}
 	t.alone = make([]float64, nm*ns*ng*2)
 	t.pair = make([]float64, ng*ns*nm*nm*2)
 	for i := range t.pair {

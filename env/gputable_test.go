@@ -128,6 +128,38 @@ func FuzzThroughputTable(f *testing.F) {
 				}
 			}
 		}
+		// The table drives a short run: two GPUs of each type (up to
+		// eight types), one job of each type that runs somewhere at 1 GPU,
+		// under a time bound; a job that can run nowhere is an error.
+		if len(tab.GPUs) > 8 || len(tab.Models) > 16 {
+			return
+		}
+		counts := map[string]int{}
+		for _, g := range tab.GPUs {
+			counts[g] = 2
+		}
+		c, err := NewGPUCluster(tab, counts, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var jobs []DLJob
+		for m := range tab.Models {
+			best := 0.0
+			for g := range tab.GPUs {
+				best = math.Max(best, tab.Throughput(m, g, 1, false))
+			}
+			jobs = append(jobs, DLJob{Model: m, Scale: 1, Steps: math.Min(3600*best, 1e12), Arrival: float64(60 * m)})
+		}
+		for _, pol := range []string{"fifo_perf", "max_min_fairness", "gandiva"} {
+			p, _ := AllocationPolicyByName(pol)
+			sim, err := NewRoundSim(c, p, &sliceJobs{jobs: jobs}, RoundConfig{MeasureFrom: 0, MeasureTo: len(jobs), MaxSeconds: 1e5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := sim.Run(); err != nil && !strings.Contains(err.Error(), "asks") && !strings.Contains(err.Error(), "no GPU type") {
+				t.Fatalf("%s: %v", pol, err)
+			}
+		}
 	})
 }
 
