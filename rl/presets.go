@@ -90,6 +90,27 @@ const (
 	EvalResamples = 10_000
 	// EvalLevel is the confidence level of the intervals.
 	EvalLevel = 0.95
+	// EvalBootstrapSeed seeds the bootstrap's resampling, so that a run's
+	// intervals depend on its results alone.
+	EvalBootstrapSeed = 1
+	// EvalSeeds are the held-out seeds of tegrl train's and tegrl
+	// distill's final evaluation: ten seeds apart from the training
+	// episodes' 1, 2, ...
+	EvalSeeds = "101-110"
+	// SaturateEvalSeeds are the saturate preset's held-out seeds, the
+	// ten seeds of tegrl saturate's default.
+	SaturateEvalSeeds = "42-51"
+)
+
+// What a training run reports (TrainSummary and its learning curve).
+const (
+	// SummaryUpdates is the number of last updates whose training episodes
+	// summary.json's last_10_updates averages.
+	SummaryUpdates = 10
+	// CurveWindow is the number of updates each point of the learning
+	// curve averages the training episodes over: single episodes vary
+	// with their workload far more than the policy does.
+	CurveWindow = 25
 )
 
 // Distillation seeds (tegrl distill): the episodes a student learns from
@@ -107,6 +128,9 @@ const (
 	// DistillGamma discounts the recorded rewards of offline distillation
 	// data (only the value head reads them).
 	DistillGamma = DefaultGamma
+	// DistillOnlineCollect caps the decisions the online student's final
+	// collection (its summary's decisions and latencies) runs.
+	DistillOnlineCollect = 5000
 )
 
 // Presets lists the names Preset knows.

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -120,107 +118,23 @@ func contender(flag, spec string) (report.Contender, error) {
 }
 
 func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
-	if f.b == "" {
-		return fmt.Errorf("--b is required: the scheduler or policy file to compare with --a %s", f.a)
-	}
-	ca, err := contender("a", f.a)
+	cfg, err := abConfig(f)
 	if err != nil {
 		return err
 	}
-	cb, err := contender("b", f.b)
-	if err != nil {
-		return err
-	}
-	var refs []report.Contender
-	if strings.TrimSpace(f.ref) != "" {
-		var names []string
-		for name := range strings.SplitSeq(f.ref, ",") {
-			name = strings.TrimSpace(name)
-			if name == "" || slices.Contains(names, name) {
-				return fmt.Errorf("--ref %q: empty or repeated name %q", f.ref, name)
-			}
-			names = append(names, name)
-			r, err := contender("ref", name)
-			if err != nil {
-				return err
-			}
-			refs = append(refs, r)
-		}
-	}
-	seeds, err := report.ParseABSeeds(f.seeds)
-	if err != nil {
-		return fmt.Errorf("--seeds: %w", err)
-	}
-	switch {
-	case f.seriesEvery < 1:
-		return fmt.Errorf("--series-every %d: want at least 1 tick", f.seriesEvery)
-	case f.resamples < 1:
-		return fmt.Errorf("--resamples %d: want at least 1", f.resamples)
-	case !(f.level > 0 && f.level < 1):
-		return fmt.Errorf("--level %v: want a number in (0, 1), e.g. 0.95", f.level)
-	case f.workers < 0:
-		return fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) or more", f.workers)
-	}
-
-	cs, err := env.ParseClusterSpec(f.cluster)
-	if err != nil {
-		return fmt.Errorf("--cluster: %w", err)
-	}
-	cs.Machines, cs.Seed = f.machines, f.seed
-	ws, err := env.ParseWorkloadSpec(f.workload)
-	if err != nil {
-		return fmt.Errorf("--workload: %w", err)
-	}
-	ws.Config.Load, ws.Compress, ws.MaxInstances = f.load, f.compress, f.maxInstances
 	start := time.Now()
-	c, err := cs.Load()
-	if err != nil {
-		return fmt.Errorf("load cluster %s: %w", f.cluster, err)
-	}
-	sim := env.SimConfig{Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
-	switch {
-	case f.duration != "":
-		if sim.Duration, err = parseSeconds(f.duration); err != nil {
-			return fmt.Errorf("--duration: %w", err)
-		}
-	case ws.Source == "synthetic":
-		sim.Duration = ws.Config.Horizon
-	}
-	// A synthetic workload is drawn per seed; a trace is the same for every
-	// seed (the seed then drives failures and scheduler randomness), so it
-	// is read once.
-	workload := func(seed uint64) (*env.Workload, error) {
-		w := ws
-		w.Seed = seed
-		return w.Load(c)
-	}
-	if ws.Source != "synthetic" {
-		w, err := ws.Load(c)
-		if err != nil {
-			return fmt.Errorf("load workload %s: %w", f.workload, err)
-		}
-		workload = func(uint64) (*env.Workload, error) { return w, nil }
-	}
-
-	// References named like A or B reuse their runs.
-	runs := 2 * len(seeds)
-	for _, r := range refs {
-		if r.Name != f.a && r.Name != f.b {
-			runs += len(seeds)
-		}
+	if err := abWorkload(f, &cfg); err != nil {
+		return err
 	}
 	for _, spec := range []string{f.a, f.b} {
-		_ = rl.CheckSchedulerFit(spec, rl.EnvCluster, len(c.Machines), a.log) // the scale warning; the environment is checked above
+		_ = rl.CheckSchedulerFit(spec, rl.EnvCluster, len(cfg.Cluster.Machines), a.log) // the scale warning; the environment is checked above
 	}
-	a.log.Info("ab", "a", f.a, "b", f.b, "ref", f.ref, "seeds", report.FormatSeeds(seeds), "cluster", f.cluster,
-		"machines", len(c.Machines), "gpus", c.TotalGPUs(), "workload", f.workload, "duration_s", sim.Duration, "runs", runs)
+	runs := cfg.Runs()
+	a.log.Info("ab", "a", f.a, "b", f.b, "ref", f.ref, "seeds", report.FormatSeeds(cfg.Seeds), "cluster", f.cluster,
+		"machines", len(cfg.Cluster.Machines), "gpus", cfg.Cluster.TotalGPUs(), "workload", f.workload, "duration_s", cfg.Sim.Duration, "runs", runs)
 	bar := newProgress(a.stderr, runs, "ab")
-	res, err := report.RunAB(cmd.Context(), report.ABConfig{
-		Cluster: c, ClusterName: f.cluster, Workload: workload,
-		A: ca, B: cb, Reference: refs, Seeds: seeds, Sim: sim,
-		SeriesEvery: f.seriesEvery, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed,
-		Workers: f.workers, OnRun: func() { _ = bar.Add(1) },
-	})
+	cfg.OnRun = func() { _ = bar.Add(1) }
+	res, err := report.RunAB(cmd.Context(), cfg)
 	_ = bar.Finish()
 	if err != nil {
 		return err
@@ -232,9 +146,11 @@ func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
 		return err
 	}
 	if f.out != "" {
-		if err := writeABFiles(a, f.out, res, js.Bytes()); err != nil {
-			return err
+		n, err := report.WriteABFiles(f.out, res, js.Bytes(), report.CommandLine(a.argv))
+		if err != nil {
+			return fmt.Errorf("--out: %w", err)
 		}
+		a.log.Info("wrote report", "dir", f.out, "files", n)
 	}
 	out := cmd.OutOrStdout()
 	if f.jsonOut {
@@ -244,25 +160,78 @@ func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
 	return report.WriteABText(out, &res.Report)
 }
 
-// writeABFiles writes report.json, the plots and report.md into dir.
-func writeABFiles(a *app, dir string, res *report.ABResult, js []byte) error {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("--out: %w", err)
+// abConfig checks the flags and resolves the schedulers; the cluster,
+// workload and duration are left to runAB.
+func abConfig(f *abFlags) (report.ABConfig, error) {
+	if f.b == "" {
+		return report.ABConfig{}, fmt.Errorf("--b is required: the scheduler or policy file to compare with --a %s", f.a)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.json"), js, 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	cfg := report.ABConfig{ClusterName: f.cluster, Sim: env.SimConfig{Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf},
+		SeriesEvery: f.seriesEvery, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed, Workers: f.workers}
+	var err error
+	if cfg.A, err = contender("a", f.a); err != nil {
+		return cfg, err
 	}
-	plots, err := report.WriteABPlots(dir, res)
+	if cfg.B, err = contender("b", f.b); err != nil {
+		return cfg, err
+	}
+	if strings.TrimSpace(f.ref) != "" {
+		var names []string
+		for name := range strings.SplitSeq(f.ref, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" || slices.Contains(names, name) {
+				return cfg, fmt.Errorf("--ref %q: empty or repeated name %q", f.ref, name)
+			}
+			names = append(names, name)
+			r, err := contender("ref", name)
+			if err != nil {
+				return cfg, err
+			}
+			cfg.Reference = append(cfg.Reference, r)
+		}
+	}
+	if cfg.Seeds, err = report.ParseABSeeds(f.seeds); err != nil {
+		return cfg, fmt.Errorf("--seeds: %w", err)
+	}
+	switch {
+	case f.seriesEvery < 1:
+		return cfg, fmt.Errorf("--series-every %d: want at least 1 tick", f.seriesEvery)
+	case f.resamples < 1:
+		return cfg, fmt.Errorf("--resamples %d: want at least 1", f.resamples)
+	case !(f.level > 0 && f.level < 1):
+		return cfg, fmt.Errorf("--level %v: want a number in (0, 1), e.g. 0.95", f.level)
+	case f.workers < 0:
+		return cfg, fmt.Errorf("--workers %d: want 0 (GOMAXPROCS) or more", f.workers)
+	}
+	return cfg, nil
+}
+
+// abWorkload loads the cluster of --cluster and sets the workload of each
+// seed and the runs' duration.
+func abWorkload(f *abFlags, cfg *report.ABConfig) error {
+	cs, err := env.ParseClusterSpec(f.cluster)
 	if err != nil {
-		return fmt.Errorf("--out: %w", err)
+		return fmt.Errorf("--cluster: %w", err)
 	}
-	var md bytes.Buffer
-	if err := report.WriteABMarkdown(&md, &res.Report, report.CommandLine(a.argv), plots); err != nil {
-		return err
+	cs.Machines, cs.Seed = f.machines, f.seed
+	ws, err := env.ParseWorkloadSpec(f.workload)
+	if err != nil {
+		return fmt.Errorf("--workload: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "report.md"), md.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("--out: %w", err)
+	ws.Config.Load, ws.Compress, ws.MaxInstances = f.load, f.compress, f.maxInstances
+	if cfg.Cluster, err = cs.Load(); err != nil {
+		return fmt.Errorf("load cluster %s: %w", f.cluster, err)
 	}
-	a.log.Info("wrote report", "dir", dir, "files", 2+len(plots))
+	switch {
+	case f.duration != "":
+		if cfg.Sim.Duration, err = parseSeconds(f.duration); err != nil {
+			return fmt.Errorf("--duration: %w", err)
+		}
+	case ws.Source == "synthetic":
+		cfg.Sim.Duration = ws.Config.Horizon
+	}
+	if cfg.Workload, err = report.SeedWorkloads(cfg.Cluster, ws); err != nil {
+		return fmt.Errorf("load workload %s: %w", f.workload, err)
+	}
 	return nil
 }

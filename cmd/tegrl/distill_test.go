@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tegrl/tegrl/distill"
 )
 
 // TestDistillCommand: a tiny distillation of the committed policy writes a
@@ -17,7 +19,7 @@ func TestDistillCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("distill: %v\n%s", err, stderr)
 	}
-	var sum distillSummary
+	var sum distill.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("summary: %v\n%s", err, out)
 	}
@@ -41,7 +43,7 @@ func TestDistillOnlineCommand(t *testing.T) {
 	if err != nil {
 		t.Fatalf("distill --online: %v\n%s", err, stderr)
 	}
-	var sum distillSummary
+	var sum distill.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Log) != 2 {
 		t.Fatalf("summary (%v): %s", err, out)
 	}

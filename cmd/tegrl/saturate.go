@@ -12,11 +12,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -95,7 +93,7 @@ results do not depend on it.`,
 }
 
 func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
-	schedulers, newSched, err := saturationSchedulers(f.schedulers)
+	schedulers, newSched, err := rl.SaturationSchedulers(f.schedulers)
 	if err != nil {
 		return fmt.Errorf("--scheduler: %w", err)
 	}
@@ -121,88 +119,61 @@ func runSaturate(cmd *cobra.Command, a *app, f *saturateFlags) error {
 	if err := checkTrace("--pods", f.pods); err != nil {
 		return err
 	}
-
-	log := a.log
-	start := time.Now()
-	full, err := env.LoadAlibabaGPUNodes(f.nodes)
-	if err != nil {
-		return fmt.Errorf("load nodes %s: %w", f.nodes, err)
-	}
-	cluster := full.GPUMachines()
-	if len(cluster.Machines) == 0 {
-		return fmt.Errorf("load nodes %s: no machine has a GPU", f.nodes)
-	}
-	w, err := env.LoadAlibabaGPUPods(f.pods, env.GPUTraceOptions{Compress: 1})
-	if err != nil {
-		return fmt.Errorf("load pods %s: %w", f.pods, err)
-	}
-	log.Info("loaded trace", "machines", len(full.Machines), "gpu_machines", len(cluster.Machines),
-		"gpus", cluster.TotalGPUs(), "pods", len(w.Jobs), "took", time.Since(start).Round(time.Millisecond))
-
 	bar := newProgress(a.stderr, len(schedulers)*len(seeds), "saturate")
-	busy := map[string]time.Duration{}
-	runs, err := report.RunSaturation(cmd.Context(), report.SaturationConfig{
-		Cluster: cluster, Trace: w.Jobs, Schedulers: schedulers, New: newSched, Seeds: seeds, Tune: f.tune, Workers: f.workers,
-		OnRun: func(r env.SaturationRun, d time.Duration) {
-			busy[r.Scheduler] += d
-			log.Debug("run done", "scheduler", r.Scheduler, "seed", r.Seed, "pods", r.Pods, "dropped", r.Dropped,
-				"alloc_at_130_pct", r.Bins[report.HeadlineBin].AllocPct, "took", d.Round(time.Millisecond))
-			_ = bar.Add(1)
-		},
-	})
+	res, err := report.Saturate(cmd.Context(), report.SaturateConfig{Nodes: f.nodes, Pods: f.pods, Schedulers: schedulers, New: newSched,
+		Seeds: seeds, Tune: f.tune, Workers: f.workers, Logger: a.log, OnRun: func() { _ = bar.Add(1) }})
 	_ = bar.Finish()
 	if err != nil {
 		return err
 	}
-	sums := make([]report.SaturationSummary, len(runs))
-	for i, rs := range runs {
-		if sums[i], err = report.Summarize(rs); err != nil {
-			return err
-		}
-		log.Info("scheduler done", "scheduler", schedulers[i], "seeds", len(seeds),
-			"per_seed", (busy[schedulers[i]] / time.Duration(len(seeds))).Round(time.Millisecond))
-	}
-	log.Info("saturation done", "runs", len(schedulers)*len(seeds), "workers", f.workers, "took", time.Since(start).Round(time.Millisecond))
-
-	if f.plot != "" {
-		title := fmt.Sprintf("GPU saturation, Alibaba GPU 2023 (%d GPUs), seeds %s", cluster.TotalGPUs(), report.FormatSeeds(seeds))
-		if err := report.SaveAllocationPlot(f.plot, sums, title); err != nil {
-			return err
-		}
-		log.Info("wrote plot", "path", f.plot)
-	}
-	if f.outMD != "" {
-		var b bytes.Buffer
-		plotRef := ""
-		if f.plot != "" {
-			// Link the plot relative to the Markdown file when possible.
-			plotRef = f.plot
-			if abs, err := filepath.Abs(f.plot); err == nil {
-				if dir, err := filepath.Abs(filepath.Dir(f.outMD)); err == nil {
-					if rel, err := filepath.Rel(dir, abs); err == nil {
-						plotRef = filepath.ToSlash(rel)
-					}
-				}
-			}
-		}
-		if err := report.WriteSaturationMarkdown(&b, sums, report.CommandLine(a.argv), plotRef); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--out-md: %w", err)
-		}
-		log.Info("wrote markdown", "path", f.outMD)
+	if err := writeSaturationFiles(a, f, res, seeds); err != nil {
+		return err
 	}
 	out := cmd.OutOrStdout()
 	if !f.json {
-		return report.WriteSaturationText(out, sums)
+		return report.WriteSaturationText(out, res.Summaries)
 	}
 	enc := json.NewEncoder(out)
-	for _, s := range sums {
+	for _, s := range res.Summaries {
 		if err := enc.Encode(s); err != nil {
 			return fmt.Errorf("write JSON: %w", err)
 		}
 	}
+	return nil
+}
+
+// writeSaturationFiles writes --plot and --out-md.
+func writeSaturationFiles(a *app, f *saturateFlags, res *report.SaturateResult, seeds []uint64) error {
+	if f.plot != "" {
+		title := fmt.Sprintf("GPU saturation, Alibaba GPU 2023 (%d GPUs), seeds %s", res.GPUs, report.FormatSeeds(seeds))
+		if err := report.SaveAllocationPlot(f.plot, res.Summaries, title); err != nil {
+			return err
+		}
+		a.log.Info("wrote plot", "path", f.plot)
+	}
+	if f.outMD == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	plotRef := ""
+	if f.plot != "" {
+		// Link the plot relative to the Markdown file when possible.
+		plotRef = f.plot
+		if abs, err := filepath.Abs(f.plot); err == nil {
+			if dir, err := filepath.Abs(filepath.Dir(f.outMD)); err == nil {
+				if rel, err := filepath.Rel(dir, abs); err == nil {
+					plotRef = filepath.ToSlash(rel)
+				}
+			}
+		}
+	}
+	if err := report.WriteSaturationMarkdown(&b, res.Summaries, report.CommandLine(a.argv), plotRef); err != nil {
+		return err
+	}
+	if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
+		return fmt.Errorf("--out-md: %w", err)
+	}
+	a.log.Info("wrote markdown", "path", f.outMD)
 	return nil
 }
 
@@ -222,49 +193,4 @@ func checkTrace(flag, path string) error {
 		return fmt.Errorf("%s %s: is a directory, want the CSV file", flag, path)
 	}
 	return nil
-}
-
-// saturationSchedulers parses --scheduler: built-in names (or "all") and
-// policy files (a saturation policy of tegrl train --preset saturate, or
-// any policy), and returns the constructor RunSaturation calls by name.
-func saturationSchedulers(spec string) ([]string, func(string) (env.Scheduler, error), error) {
-	var names, builtin []string
-	factories := map[string]func() env.Scheduler{}
-	for name := range strings.SplitSeq(spec, ",") {
-		name = strings.TrimSpace(name)
-		if name == "all" || name == "" || slices.Contains(env.SchedulerNames, name) {
-			builtin = append(builtin, name)
-			continue
-		}
-		mk, err := rl.SchedulerFactory(name)
-		if err == nil {
-			err = rl.CheckSchedulerFit(name, rl.EnvSaturate, 0, nil)
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("scheduler list %q: %w", spec, err)
-		}
-		if _, dup := factories[name]; dup {
-			return nil, nil, fmt.Errorf("scheduler list %q: %q named twice", spec, name)
-		}
-		factories[name] = mk
-	}
-	if len(builtin) > 0 {
-		b, err := report.ParseSchedulers(strings.Join(builtin, ","))
-		if err != nil {
-			return nil, nil, err
-		}
-		names = b
-	}
-	// Policies after the built-ins, in the order given.
-	for name := range strings.SplitSeq(spec, ",") {
-		if name = strings.TrimSpace(name); factories[name] != nil && !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	return names, func(name string) (env.Scheduler, error) {
-		if mk := factories[name]; mk != nil {
-			return mk(), nil
-		}
-		return env.NewScheduler(name)
-	}, nil
 }
