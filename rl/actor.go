@@ -68,6 +68,11 @@ type Actor struct {
 
 	version   uint64
 	lastNewer time.Time
+	// Failed publishes since the last warning, and when it was logged: a
+	// broker that is gone fails every segment, and one line per
+	// publishWarnEvery is enough to say so.
+	publishFails int
+	publishWarn  time.Time
 	episode   uint64
 	seg       Segment
 	one       Samples
@@ -325,6 +330,13 @@ func (a *Actor) publish() {
 	if err := a.tr.PublishSegment(a.version, a.buf); err != nil {
 		// A lost segment is counted by the learner's gap detector; the
 		// actor goes on (the connection reconnects by itself).
-		a.log.Warn("publishing a segment", "err", err)
+		a.publishFails++
+		if now := timeNow(); now.Sub(a.publishWarn) >= publishWarnEvery {
+			a.log.Warn("publishing segments failed", "failed", a.publishFails, "err", err)
+			a.publishFails, a.publishWarn = 0, now
+		}
 	}
 }
+
+// publishWarnEvery spaces the warnings of failed publishes.
+const publishWarnEvery = 5 * time.Second
