@@ -83,3 +83,38 @@ func Generate() []byte {
 	kernels(&e)
 	return []byte(e.b.String())
 }
+
+// loop starts a loop at label that runs while CX ≥ n, leaving for out.
+func (e *emitter) loop(label string, n int, out string) {
+	e.label(label)
+	e.i("CMPQ", "CX", imm(n))
+	e.i("JLT", out)
+}
+
+// adv steps each pointer by bytes.
+func (e *emitter) adv(bytes int, ptrs ...string) {
+	for _, p := range ptrs {
+		e.i("ADDQ", imm(bytes), p)
+	}
+}
+
+// next ends loop's round: the pointers stepped by bytes, n counted off CX.
+func (e *emitter) next(loop string, n, bytes int, ptrs ...string) {
+	e.adv(bytes, ptrs...)
+	e.i("SUBQ", imm(n), "CX")
+	e.i("JMP", loop)
+}
+
+// ret is a kernel's exit at label.
+func (e *emitter) ret(label string) {
+	e.label(label)
+	e.t("\tVZEROUPPER\n\tRET\n")
+}
+
+// args loads arguments: each "name+off reg" a MOVQ name+off(FP), reg.
+func (e *emitter) args(specs ...string) {
+	for _, s := range specs {
+		f := strings.Fields(s)
+		e.i("MOVQ", f[0]+"(FP)", f[1])
+	}
+}

@@ -1,5 +1,7 @@
 package asm
 
+import "fmt"
+
 // kernels writes the file, kernel by kernel in its order.
 func kernels(e *emitter) {
 	e.t(`//go:build amd64 && !purego
@@ -19,19 +21,9 @@ func kernels(e *emitter) {
 // tile, Y12-Y13 a row of b, Y14-Y15 the broadcast elements of a. k must
 // be at least 1.
 TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-73
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R10
-	SHLQ $2, R10
-	MOVQ step+24(FP), R12
-	SHLQ $2, R12
-	LEAQ (SI)(R10*2), R11
-	ADDQ R10, R11 // row 3
-	MOVQ b+32(FP), DI
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
 `)
+	gemmArgs(e, 6)
+	cArgs(e, false)
 	avx2Gemm().emit(e)
 
 	e.t(`
@@ -280,14 +272,8 @@ sr64:
 sr64e:
 	CMPQ BX, R10
 	JGE sr64s
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ sr64f
-	VBROADCASTSS (R9)(BX*4), Y8
-sr64f:
 `)
+	entry(e, "sr64f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
 	for j := range 8 {
 		e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
 	}
@@ -308,14 +294,9 @@ sr8:
 sr8e:
 	CMPQ BX, R10
 	JGE sr8s
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ sr8f
-	VBROADCASTSS (R9)(BX*4), Y8
-sr8f:
-	VFMADD231PS 0(AX), Y8, Y0
+`)
+	entry(e, "sr8f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
+	e.t(`	VFMADD231PS 0(AX), Y8, Y0
 	INCQ BX
 	JMP sr8e
 sr8s:
@@ -354,14 +335,8 @@ sc64:
 sc64e:
 	CMPQ BX, R10
 	JGE sc64n
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ DI, AX
-	TESTQ R9, R9
-	JZ sc64f
-	VBROADCASTSS (R9)(BX*4), Y8
-sc64f:
 `)
+	entry(e, "sc64f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
 	// Four columns at a time through Y9-Y12: y += w·grad, fused.
 	for h := range 2 {
 		for j := range 4 {
@@ -389,14 +364,9 @@ sc8:
 sc8e:
 	CMPQ BX, R10
 	JGE sc8n
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ DI, AX
-	TESTQ R9, R9
-	JZ sc8f
-	VBROADCASTSS (R9)(BX*4), Y8
-sc8f:
-	VMOVAPS Y0, Y9
+`)
+	entry(e, "sc8f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
+	e.t(`	VMOVAPS Y0, Y9
 	VFMADD213PS 0(AX), Y8, Y9
 	VMOVUPS Y9, 0(AX)
 	INCQ BX
@@ -454,31 +424,10 @@ pr16one:
 // sgemmKernel6x16 calls. Z0-Z11 hold the 6×32 tile, Z12-Z13 a row of the
 // two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
 TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-88
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R10
-	SHLQ $2, R10
-	MOVQ step+24(FP), R12
-	SHLQ $2, R12
-	LEAQ (SI)(R10*2), R11
-	ADDQ R10, R11 // row 3
-	MOVQ b+32(FP), DI
-	MOVQ ldb+80(FP), AX
-	TESTQ AX, AX
-	JNZ bplacez6
-	MOVQ CX, BX
-	SHLQ $6, BX
-	ADDQ DI, BX // the second panel
-	MOVQ $64, AX // bytes of b per step
-	JMP bdonez6
-bplacez6:
-	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
-	LEAQ 64(DI), BX
-bdonez6:
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
 `)
+	gemmArgs(e, 6)
+	panels2(e, "6")
+	cArgs(e, false)
 	zGemm(6, "").emit(e)
 	e.t(`
 // func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
@@ -486,38 +435,10 @@ bdonez6:
 // sgemmKernel6x32Z for twelve rows: Z0-Z23 hold the 12×32 tile, Z24-Z25 a
 // row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
 TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-88
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R10
-	SHLQ $2, R10
-	MOVQ step+24(FP), R12
-	SHLQ $2, R12
-	LEAQ (SI)(R10*2), R11
-	ADDQ R10, R11 // row 3
-	LEAQ (R11)(R10*2), R13
-	ADDQ R10, R13 // row 6
-	LEAQ (R13)(R10*2), R14
-	ADDQ R10, R14 // row 9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+80(FP), AX
-	TESTQ AX, AX
-	JNZ bplacez12
-	MOVQ CX, BX
-	SHLQ $6, BX
-	ADDQ DI, BX // the second panel
-	MOVQ $64, AX // bytes of b per step
-	JMP bdonez12
-bplacez12:
-	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
-	LEAQ 64(DI), BX
-bdonez12:
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
-	// Fetch the tile of c early: it is added to or stored at the end, and
-	// on large matrices comes from memory.
-	MOVQ DX, R9
 `)
+	gemmArgs(e, 12)
+	panels2(e, "12")
+	cArgs(e, true)
 	zGemm(12, "12").emit(e)
 
 	e.t(`
@@ -734,15 +655,8 @@ smrow:
 	e.t(`smentry:
 	CMPQ AX, DX
 	JGE smmax
-	MOVQ (R12)(AX*8), R10
-	IMULQ R11, R10
-	ADDQ SI, R10
-	ADDQ R15, R10
-	TESTQ R13, R13
-	JZ smw1
-	VBROADCASTSS (R13)(AX*4), Z12
-smw1:
 `)
+	entry(e, "smw1", "R13", "Z12", "R12", "AX", "R10", "SI", true)
 	for j := range 4 {
 		e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
 	}
@@ -829,15 +743,8 @@ rzrow:
 rzentry:
 	CMPQ AX, DX
 	JGE rzskip
-	MOVQ (R12)(AX*8), R10
-	IMULQ R11, R10
-	ADDQ DI, R10
-	ADDQ R15, R10
-	TESTQ R13, R13
-	JZ rzw1
-	VBROADCASTSS (R13)(AX*4), Z12
-rzw1:
 `)
+	entry(e, "rzw1", "R13", "Z12", "R12", "AX", "R10", "DI", true)
 	for j := range 4 {
 		e.i("VMULPS", z(j), "Z12", z(20+j))
 	}
@@ -897,15 +804,8 @@ szblk:
 szentry:
 	CMPQ AX, DX
 	JGE sznextblk
-	MOVQ (R12)(AX*8), R10
-	IMULQ R11, R10
-	ADDQ DI, R10
-	ADDQ R15, R10
-	TESTQ R13, R13
-	JZ szw1
-	VBROADCASTSS (R13)(AX*4), Z8
-szw1:
 `)
+	entry(e, "szw1", "R13", "Z8", "R12", "AX", "R10", "DI", true)
 	for j := range 4 {
 		e.i("VMOVAPS", z(j), z(9+j))
 	}
@@ -1285,32 +1185,16 @@ erdone:
 // temporal convolution's), twice the rows of the AVX2 kernel per pass
 // over b.
 TEXT ·sgemmKernel12x16Z(SB), NOSPLIT, $0-88
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R10
-	SHLQ $2, R10
-	MOVQ step+24(FP), R12
-	SHLQ $2, R12
-	LEAQ (SI)(R10*2), R11
-	ADDQ R10, R11 // row 3
-	LEAQ (R11)(R10*2), R13
-	ADDQ R10, R13 // row 6
-	LEAQ (R13)(R10*2), R14
-	ADDQ R10, R14 // row 9
-	MOVQ b+32(FP), DI
-	MOVQ ldb+80(FP), AX
+`)
+	gemmArgs(e, 12)
+	e.t(`	MOVQ ldb+80(FP), AX
 	SHLQ $2, AX // b in place: a row of b per step
 	TESTQ AX, AX
 	JNZ bdonez1216
 	MOVQ $64, AX // a packed panel: 16 columns per step
 bdonez1216:
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
-	// Fetch the tile of c early: it is added to or stored at the end, and
-	// on large matrices comes from memory.
-	MOVQ DX, R9
 `)
+	cArgs(e, true)
 	g := zGemm(12, "1216")
 	g.panels, g.b, g.bregs, g.step = 1, []string{"(DI)"}, []int{24}, "\tADDQ AX, DI\n"
 	g.emit(e)
@@ -1321,31 +1205,10 @@ bdonez1216:
 // sgemmKernel6x32Z for four rows of a in place (Z0-Z7), where the last
 // rows of a product are four: the bits of the six-row kernels.
 TEXT ·sgemmKernel4x32Z(SB), NOSPLIT, $0-88
-	MOVQ k+0(FP), CX
-	MOVQ a+8(FP), SI
-	MOVQ lda+16(FP), R10
-	SHLQ $2, R10
-	MOVQ step+24(FP), R12
-	SHLQ $2, R12
-	LEAQ (SI)(R10*2), R11
-	ADDQ R10, R11 // row 3
-	MOVQ b+32(FP), DI
-	MOVQ ldb+80(FP), AX
-	TESTQ AX, AX
-	JNZ bplacez64
-	MOVQ CX, BX
-	SHLQ $6, BX
-	ADDQ DI, BX // the second panel
-	MOVQ $64, AX // bytes of b per step
-	JMP bdonez64
-bplacez64:
-	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
-	LEAQ 64(DI), BX
-bdonez64:
-	MOVQ c+40(FP), DX
-	MOVQ ldc+48(FP), R8
-	SHLQ $2, R8
 `)
+	gemmArgs(e, 4)
+	panels2(e, "64")
+	cArgs(e, false)
 	g = zGemm(4, "4")
 	// The four-row kernel steps its pointers past rows 4 and 5 as the
 	// six-row one does: dead instructions, kept so the code is unchanged.
@@ -1415,23 +1278,10 @@ rrblk:
 rrboth:
 	CMPQ BX, R10
 	JGE rrone
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ rrb1
-	VBROADCASTSS (R9)(BX*4), Z8
-rrb1:
 `)
+	entry(e, "rrb1", "R9", "Z8", "R8", "BX", "AX", "SI", false)
 	rangeFMA(e, "Z8", 0)
-	e.t(`	MOVQ (R12)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R13, R13
-	JZ rrb2
-	VBROADCASTSS (R13)(BX*4), Z9
-rrb2:
-`)
+	entry(e, "rrb2", "R13", "Z9", "R12", "BX", "AX", "SI", false)
 	rangeFMA(e, "Z9", 4)
 	e.t(`	INCQ BX
 	JMP rrboth
@@ -1440,14 +1290,8 @@ rrone:
 rrone1:
 	CMPQ BX, R14
 	JGE rrtwo
-	MOVQ (R8)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R9, R9
-	JZ rro1
-	VBROADCASTSS (R9)(BX*4), Z8
-rro1:
 `)
+	entry(e, "rro1", "R9", "Z8", "R8", "BX", "AX", "SI", false)
 	rangeFMA(e, "Z8", 0)
 	e.t(`	INCQ BX
 	JMP rrone1
@@ -1456,14 +1300,8 @@ rrtwo:
 rrtwo1:
 	CMPQ BX, R15
 	JGE rrstore
-	MOVQ (R12)(BX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	TESTQ R13, R13
-	JZ rro2
-	VBROADCASTSS (R13)(BX*4), Z9
-rro2:
 `)
+	entry(e, "rro2", "R13", "Z9", "R12", "BX", "AX", "SI", false)
 	rangeFMA(e, "Z9", 4)
 	e.t(`	INCQ BX
 	JMP rrtwo1
@@ -1823,4 +1661,73 @@ func packTransposed(e *emitter) {
 		e.i("VSHUFF32X4", "$0xdd", z(24+j), z(16+j), z(8+j))
 	}
 	e.st("VMOVUPS", 16, 64, zs(0), "(DI)")
+}
+
+// gemmArgs loads the gemm kernels' k (CX), a (SI) and the byte strides
+// of a's rows (R10) and steps (R12), and points R11 (and for twelve
+// rows R13, R14) at every third row, and loads b (DI).
+func gemmArgs(e *emitter, rows int) {
+	e.args("k+0 CX", "a+8 SI", "lda+16 R10")
+	e.i("SHLQ", "$2", "R10")
+	e.args("step+24 R12")
+	e.i("SHLQ", "$2", "R12")
+	prev, n := "SI", 1
+	if rows == 12 {
+		n = 3
+	}
+	for r, reg := range []string{"R11", "R13", "R14"}[:n] {
+		e.i("LEAQ", "("+prev+")(R10*2)", reg)
+		e.ic(fmt.Sprintf("row %d", 3*(r+1)), "ADDQ", "R10", reg)
+		prev = reg
+	}
+	e.args("b+32 DI")
+}
+
+// panels2 points DI and BX at b's two 16-column panels, packed back to
+// back or in place (ldb ≠ 0), and AX at the bytes of b per step.
+func panels2(e *emitter, suf string) {
+	e.t(`	MOVQ ldb+80(FP), AX
+	TESTQ AX, AX
+`)
+	e.i("JNZ", "bplacez"+suf)
+	e.t(`	MOVQ CX, BX
+	SHLQ $6, BX
+	ADDQ DI, BX // the second panel
+	MOVQ $64, AX // bytes of b per step
+`)
+	e.i("JMP", "bdonez"+suf)
+	e.label("bplacez" + suf)
+	e.t(`	SHLQ $2, AX // b in place: a row of b per step, its next 16 columns
+	LEAQ 64(DI), BX
+`)
+	e.label("bdonez" + suf)
+}
+
+// cArgs loads c (DX) and its row stride in bytes (R8); early copies c
+// to R9 for the tile's early fetch.
+func cArgs(e *emitter, early bool) {
+	e.args("c+40 DX", "ldc+48 R8")
+	e.i("SHLQ", "$2", "R8")
+	if early {
+		e.t(`	// Fetch the tile of c early: it is added to or stored at the end, and
+	// on large matrices comes from memory.
+	MOVQ DX, R9
+`)
+	}
+}
+
+// entry points dst at the row of x (base, plus the block's offset R15
+// where blk) that entry i of idx names, and broadcasts its weight from w
+// into wreg unless w is nil (wreg then holds 1).
+func entry(e *emitter, skip, w, wreg, idx, i, dst, base string, blk bool) {
+	e.i("MOVQ", "("+idx+")("+i+"*8)", dst)
+	e.i("IMULQ", "R11", dst)
+	e.i("ADDQ", base, dst)
+	if blk {
+		e.i("ADDQ", "R15", dst)
+	}
+	e.i("TESTQ", w, w)
+	e.i("JZ", skip)
+	e.i("VBROADCASTSS", "("+w+")("+i+"*4)", wreg)
+	e.label(skip)
 }
