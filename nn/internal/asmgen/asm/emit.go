@@ -118,3 +118,24 @@ func (e *emitter) args(specs ...string) {
 		e.i("MOVQ", f[0]+"(FP)", f[1])
 	}
 }
+
+// ld2 and st2 are ld and st with the operands written by a, 32 bytes
+// apart.
+func (e *emitter) ld2(op string, n int, a func(int, string) string, base string, reg func(int) string) {
+	for j := range n {
+		e.i(op, a(32*j, base), reg(j))
+	}
+}
+
+func (e *emitter) st2(op string, n int, a func(int, string) string, reg func(int) string, base string) {
+	for j := range n {
+		e.i(op, reg(j), a(32*j, base))
+	}
+}
+
+// add adds n vectors at base, 32 bytes apart, into Y0, Y1, ….
+func (e *emitter) add(n int, a func(int, string) string, base string) {
+	for j := range n {
+		e.i("VADDPS", a(32*j, base), y(j), y(j))
+	}
+}

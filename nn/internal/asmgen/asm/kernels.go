@@ -40,33 +40,15 @@ TEXT ·axpyAVX(SB), NOSPLIT, $0-32
 	VBROADCASTSS a+8(FP), Y0
 	MOVQ x+16(FP), SI
 	MOVQ n+24(FP), CX
-loop32:
-	CMPQ CX, $32
-	JLT loop8
 `)
-	e.ld("VMOVUPS", 4, 32, "(SI)", ys(1))
-	for j := range 4 {
-		e.i("VFMADD213PS", at(32*j, "(DI)"), "Y0", y(1+j))
-	}
-	e.st("VMOVUPS", 4, 32, ys(1), "(DI)")
-	e.t(`	ADDQ $128, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP loop32
-loop8:
-	CMPQ CX, $8
-	JLT done
-	VMOVUPS (SI), Y1
-	VFMADD213PS (DI), Y0, Y1
-	VMOVUPS Y1, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP loop8
-done:
-	VZEROUPPER
-	RET
-
+	stream(e, "loop32", "loop8", "done", []string{"SI", "DI"}, func(n int, a addr) {
+		e.ld2("VMOVUPS", n, a, "(SI)", ys(1))
+		for j := range n {
+			e.i("VFMADD213PS", a(32*j, "(DI)"), "Y0", y(1+j))
+		}
+		e.st2("VMOVUPS", n, a, ys(1), "(DI)")
+	})
+	e.t(`
 // GOMAX computes, in Y2, max(Y0, Y1) as Go's built-in max does: the larger
 // value, +0 for a +0 and a −0, and NaN when either is NaN. VMAXPS alone
 // returns its second operand on ties and when either is NaN, so ties take
@@ -87,21 +69,16 @@ TEXT ·maxAVX(SB), NOSPLIT, $0-24
 	MOVQ y+0(FP), DI
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
-maxloop:
-	CMPQ CX, $8
-	JLT maxdone
-	VMOVUPS (DI), Y0
+`)
+	e.loop("maxloop", 8, "maxdone")
+	e.t(`	VMOVUPS (DI), Y0
 	VMOVUPS (SI), Y1
 	GOMAX
 	VMOVUPS Y2, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP maxloop
-maxdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("maxloop", 8, 32, "SI", "DI")
+	e.ret("maxdone")
+	e.t(`
 // func reluAVX(y, x *float32, n int)
 //
 // y[i] = max(x[i], 0) for n a multiple of 8.
@@ -110,20 +87,15 @@ TEXT ·reluAVX(SB), NOSPLIT, $0-24
 	MOVQ x+8(FP), SI
 	MOVQ n+16(FP), CX
 	VXORPS Y1, Y1, Y1
-reluloop:
-	CMPQ CX, $8
-	JLT reludone
-	VMOVUPS (SI), Y0
+`)
+	e.loop("reluloop", 8, "reludone")
+	e.t(`	VMOVUPS (SI), Y0
 	GOMAX
 	VMOVUPS Y2, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP reluloop
-reludone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("reluloop", 8, 32, "SI", "DI")
+	e.ret("reludone")
+	e.t(`
 // func reluGradAVX(dst, x, grad *float32, n int)
 //
 // dst[i] = grad[i] where x[i]'s bits, read as an int32, are positive (x > 0),
@@ -134,22 +106,16 @@ TEXT ·reluGradAVX(SB), NOSPLIT, $0-32
 	MOVQ grad+16(FP), DX
 	MOVQ n+24(FP), CX
 	VPXOR Y2, Y2, Y2
-rgloop:
-	CMPQ CX, $8
-	JLT rgdone
-	VMOVDQU (SI), Y0
+`)
+	e.loop("rgloop", 8, "rgdone")
+	e.t(`	VMOVDQU (SI), Y0
 	VPCMPGTD Y2, Y0, Y1 // x > 0 as int32
 	VPAND (DX), Y1, Y1
 	VMOVDQU Y1, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP rgloop
-rgdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("rgloop", 8, 32, "SI", "DX", "DI")
+	e.ret("rgdone")
+	e.t(`
 // func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
 //
 // For n a multiple of 8: arg[j] = e where row[j] > out[j] (ordered, so a
@@ -162,10 +128,9 @@ TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
 	MOVL e+32(FP), AX
 	VMOVD AX, X8
 	VPBROADCASTD X8, Y8
-maloop:
-	CMPQ CX, $8
-	JLT madone
-	VMOVUPS (DI), Y0
+`)
+	e.loop("maloop", 8, "madone")
+	e.t(`	VMOVUPS (DI), Y0
 	VMOVUPS (SI), Y1
 	VCMPPS $30, Y0, Y1, Y6 // row > out (GT_OQ)
 	VMOVDQU (R9), Y7
@@ -173,15 +138,10 @@ maloop:
 	VMOVDQU Y7, (R9)
 	GOMAX
 	VMOVUPS Y2, (DI)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, R9
-	SUBQ $8, CX
-	JMP maloop
-madone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("maloop", 8, 32, "DI", "SI", "R9")
+	e.ret("madone")
+	e.t(`
 // func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
 //
 // For n a multiple of 8: mask[j] = all ones where arg[j] == e and out[j]
@@ -195,10 +155,9 @@ TEXT ·routeMaskAVX(SB), NOSPLIT, $0-48
 	MOVQ out+24(FP), DX
 	MOVQ n+32(FP), CX
 	XORQ AX, AX
-rmloop:
-	CMPQ CX, $8
-	JLT rmdone
-	VPCMPEQD (SI), Y8, Y1
+`)
+	e.loop("rmloop", 8, "rmdone")
+	e.t(`	VPCMPEQD (SI), Y8, Y1
 	VMOVUPS (DX), Y0
 	VCMPPS $7, Y0, Y0, Y2 // ordered: not NaN
 	VANDPS Y2, Y1, Y1
@@ -206,12 +165,9 @@ rmloop:
 	VMOVMSKPS Y1, BX
 	POPCNTL BX, BX
 	ADDQ BX, AX
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP rmloop
-rmdone:
+`)
+	e.next("rmloop", 8, 32, "DI", "SI", "DX")
+	e.t(`rmdone:
 	VZEROUPPER
 	MOVQ AX, ret+40(FP)
 	RET
@@ -226,24 +182,18 @@ TEXT ·routeAVX(SB), NOSPLIT, $0-40
 	MOVQ grad+16(FP), SI
 	MOVQ mask+24(FP), DX
 	MOVQ n+32(FP), CX
-rtloop:
-	CMPQ CX, $8
-	JLT rtdone
-	VMOVUPS (DI), Y0
+`)
+	e.loop("rtloop", 8, "rtdone")
+	e.t(`	VMOVUPS (DI), Y0
 	VMULPS (SI), Y8, Y1
 	VADDPS Y1, Y0, Y1
 	VMOVUPS (DX), Y2
 	VBLENDVPS Y2, Y1, Y0, Y0
 	VMOVUPS Y0, (DI)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	ADDQ $32, DX
-	SUBQ $8, CX
-	JMP rtloop
-rtdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("rtloop", 8, 32, "DI", "SI", "DX")
+	e.ret("rtdone")
+	e.t(`
 // func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 //
 // dst[j] = Σ_{e<n} w[e]·x[idx[e]*stride+j] for j < cols, a multiple of 8:
@@ -263,10 +213,8 @@ TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
 	MOVL $0x3f800000, AX // 1.0
 	VMOVD AX, X8
 	VBROADCASTSS X8, Y8
-sr64:
-	CMPQ CX, $64
-	JLT sr8
 `)
+	e.loop("sr64", 64, "sr8")
 	e.zero("VXORPS", rng("Y", 0, 8)...)
 	e.t(`	XORQ BX, BX
 sr64e:
@@ -282,14 +230,9 @@ sr64e:
 sr64s:
 `)
 	e.st("VMOVUPS", 8, 32, ys(0), "(DI)")
-	e.t(`	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $64, CX
-	JMP sr64
-sr8:
-	CMPQ CX, $8
-	JLT srdone
-	VXORPS Y0, Y0, Y0
+	e.next("sr64", 64, 256, "DI", "SI")
+	e.loop("sr8", 8, "srdone")
+	e.t(`	VXORPS Y0, Y0, Y0
 	XORQ BX, BX
 sr8e:
 	CMPQ BX, R10
@@ -301,14 +244,10 @@ sr8e:
 	JMP sr8e
 sr8s:
 	VMOVUPS Y0, 0(DI)
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $8, CX
-	JMP sr8
-srdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("sr8", 8, 32, "DI", "SI")
+	e.ret("srdone")
+	e.t(`
 // func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
 //
 // For e < n in order: y[idx[e]*stride+j] += w[e]·grad[j] for j < cols, a
@@ -326,10 +265,8 @@ TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
 	MOVL $0x3f800000, AX // 1.0
 	VMOVD AX, X8
 	VBROADCASTSS X8, Y8
-sc64:
-	CMPQ CX, $64
-	JLT sc8
 `)
+	e.loop("sc64", 64, "sc8")
 	e.ld("VMOVUPS", 8, 32, "(SI)", ys(0))
 	e.t(`	XORQ BX, BX
 sc64e:
@@ -352,14 +289,10 @@ sc64e:
 	e.t(`	INCQ BX
 	JMP sc64e
 sc64n:
-	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $64, CX
-	JMP sc64
-sc8:
-	CMPQ CX, $8
-	JLT scdone
-	VMOVUPS 0(SI), Y0
+`)
+	e.next("sc64", 64, 256, "DI", "SI")
+	e.loop("sc8", 8, "scdone")
+	e.t(`	VMOVUPS 0(SI), Y0
 	XORQ BX, BX
 sc8e:
 	CMPQ BX, R10
@@ -372,14 +305,10 @@ sc8e:
 	INCQ BX
 	JMP sc8e
 sc8n:
-	ADDQ $32, DI
-	ADDQ $32, SI
-	SUBQ $8, CX
-	JMP sc8
-scdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("sc8", 8, 32, "DI", "SI")
+	e.ret("scdone")
+	e.t(`
 // func packRows16AVX(dst, src *float32, ld, k int)
 //
 // dst[p*16+j] = src[p*ld+j] for p < k, j < 16: a 16-column panel of an
@@ -390,10 +319,8 @@ TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
 	MOVQ ld+16(FP), R8
 	SHLQ $2, R8
 	MOVQ k+24(FP), CX
-pr16:
-	CMPQ CX, $2
-	JLT pr16one
 `)
+	e.loop("pr16", 2, "pr16one")
 	for r := range 2 { // two rows of b per round
 		for p := range 2 {
 			e.i("VMOVUPS", at(32*p, "(SI)"+[]string{"", "(R8*1)"}[r]), y(2*r+p))
@@ -401,19 +328,16 @@ pr16:
 	}
 	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
 	e.t(`	LEAQ (SI)(R8*2), SI
-	ADDQ $128, DI
-	SUBQ $2, CX
-	JMP pr16
-pr16one:
+`)
+	e.next("pr16", 2, 128, "DI")
+	e.t(`pr16one:
 	TESTQ CX, CX
 	JZ pr16done
 `)
 	e.ld("VMOVUPS", 2, 32, "(SI)", ys(0))
 	e.st("VMOVUPS", 2, 32, ys(0), "(DI)")
-	e.t(`pr16done:
-	VZEROUPPER
-	RET
-
+	e.ret("pr16done")
+	e.t(`
 // func sgemmKernel6x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 //
 // sgemmKernel6x16 twice as wide, in AVX-512 registers: c[0:6, 0:32] =
@@ -450,35 +374,13 @@ TEXT ·addAVX(SB), NOSPLIT, $0-32
 	MOVQ a+8(FP), SI
 	MOVQ b+16(FP), DX
 	MOVQ n+24(FP), CX
-add32:
-	CMPQ CX, $32
-	JLT add8
 `)
-	e.ld("VMOVUPS", 4, 32, "(SI)", ys(0))
-	for j := range 4 {
-		e.i("VADDPS", at(32*j, "(DX)"), y(j), y(j))
-	}
-	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
-	e.t(`	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP add32
-add8:
-	CMPQ CX, $8
-	JLT adddone
-	VMOVUPS (SI), Y0
-	VADDPS (DX), Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP add8
-adddone:
-	VZEROUPPER
-	RET
-
+	stream(e, "add32", "add8", "adddone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
+		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
+		e.add(n, a, "(DX)")
+		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
+	})
+	e.t(`
 // func addPairAVX(dst, b, c *float32, n int)
 //
 // dst[i] += b[i] + c[i], the pair summed first, for n a multiple of 8.
@@ -487,38 +389,14 @@ TEXT ·addPairAVX(SB), NOSPLIT, $0-32
 	MOVQ b+8(FP), SI
 	MOVQ c+16(FP), DX
 	MOVQ n+24(FP), CX
-pair32:
-	CMPQ CX, $32
-	JLT pair8
 `)
-	e.ld("VMOVUPS", 4, 32, "(SI)", ys(0))
-	for _, src := range []string{"(DX)", "(DI)"} {
-		for j := range 4 {
-			e.i("VADDPS", at(32*j, src), y(j), y(j))
-		}
-	}
-	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
-	e.t(`	ADDQ $128, SI
-	ADDQ $128, DX
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP pair32
-pair8:
-	CMPQ CX, $8
-	JLT pairdone
-	VMOVUPS (SI), Y0
-	VADDPS (DX), Y0, Y0
-	VADDPS (DI), Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DX
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP pair8
-pairdone:
-	VZEROUPPER
-	RET
-
+	stream(e, "pair32", "pair8", "pairdone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
+		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
+		e.add(n, a, "(DX)")
+		e.add(n, a, "(DI)")
+		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
+	})
+	e.t(`
 // func addReluAVX(dst, src *float32, n int)
 //
 // dst[i] = max(dst[i] + src[i], 0) (Go's max) for n a multiple of 8.
@@ -527,41 +405,19 @@ TEXT ·addReluAVX(SB), NOSPLIT, $0-24
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
 	VXORPS Y15, Y15, Y15
-ar32:
-	CMPQ CX, $32
-	JLT ar8
 `)
-	e.ld("VMOVUPS", 4, 32, "(DI)", ys(0))
-	for j := range 4 {
-		e.i("VADDPS", at(32*j, "(SI)"), y(j), y(j))
-	}
-	for j := range 4 {
-		e.i("VMAXPS", y(j), "Y15", y(j))
-	}
-	for j := range 4 {
-		e.i("VADDPS", "Y15", y(j), y(j))
-	}
-	e.st("VMOVUPS", 4, 32, ys(0), "(DI)")
-	e.t(`	ADDQ $128, SI
-	ADDQ $128, DI
-	SUBQ $32, CX
-	JMP ar32
-ar8:
-	CMPQ CX, $8
-	JLT ardone
-	VMOVUPS (DI), Y0
-	VADDPS (SI), Y0, Y0
-	VMAXPS Y0, Y15, Y0
-	VADDPS Y15, Y0, Y0
-	VMOVUPS Y0, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP ar8
-ardone:
-	VZEROUPPER
-	RET
-
+	stream(e, "ar32", "ar8", "ardone", []string{"SI", "DI"}, func(n int, a addr) {
+		e.ld2("VMOVUPS", n, a, "(DI)", ys(0))
+		e.add(n, a, "(SI)")
+		for j := range n {
+			e.i("VMAXPS", y(j), "Y15", y(j))
+		}
+		for j := range n {
+			e.i("VADDPS", "Y15", y(j), y(j))
+		}
+		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
+	})
+	e.t(`
 // func maxArgZ(out *float32, arg *int32, row *float32, n int, e int32)
 //
 // maxArgAVX in AVX-512, sixteen lanes at a time, for n a multiple of 16:
@@ -575,10 +431,9 @@ TEXT ·maxArgZ(SB), NOSPLIT, $0-36
 	MOVQ n+24(FP), CX
 	MOVL e+32(FP), AX
 	VPBROADCASTD AX, Z8
-mzloop:
-	CMPQ CX, $16
-	JLT mzdone
-	VMOVUPS (DI), Z0
+`)
+	e.loop("mzloop", 16, "mzdone")
+	e.t(`	VMOVUPS (DI), Z0
 	VMOVUPS (SI), Z1
 	VCMPPS $30, Z0, Z1, K1 // row > out (GT_OQ)
 	VMOVDQU32 Z8, K1, (R9)
@@ -589,15 +444,10 @@ mzloop:
 	VCMPPS $3, Z0, Z0, K3 // a NaN in out
 	VMOVAPS Z0, K3, Z2
 	VMOVUPS Z2, (DI)
-	ADDQ $64, DI
-	ADDQ $64, SI
-	ADDQ $64, R9
-	SUBQ $16, CX
-	JMP mzloop
-mzdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("mzloop", 16, 64, "DI", "SI", "R9")
+	e.ret("mzdone")
+	e.t(`
 // func spmmMaxArgZ(out *float32, arg *int32, x *float32, ptr, idx *int, w *float32, n int, e int32, fresh bool, stride, cols int)
 //
 // The messages of n consecutive rows of a sparse product, all in one
@@ -627,10 +477,9 @@ TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
 	VBROADCASTSS X12, Z12
 	MOVL $1, AX
 	VPBROADCASTD AX, Z17
-smblk:
-	CMPQ CX, $64
-	JLT smdone
-	MOVL e+56(FP), AX
+`)
+	e.loop("smblk", 64, "smdone")
+	e.t(`	MOVL e+56(FP), AX
 	VPBROADCASTD AX, Z16 // the row's number, for the argmax
 	MOVBLZX fresh+60(FP), AX
 	TESTQ AX, AX
@@ -686,13 +535,10 @@ smstore:
 	storeMax(e, "smnext")
 
 	e.t(`smnext:
-	ADDQ $256, R15
-	SUBQ $64, CX
-	JMP smblk
-smdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("smblk", 64, 256, "R15")
+	e.ret("smdone")
+	e.t(`
 // func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
 //
 // The backward pass of spmmMaxArgZ over the same n rows (numbered e,
@@ -721,10 +567,8 @@ TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
 	VPBROADCASTD AX, Z17
 	MOVL $-1, AX
 	VPBROADCASTD AX, Z18
-rzblk:
-	CMPQ CX, $64
-	JLT rzdone
 `)
+	e.loop("rzblk", 64, "rzdone")
 	loadRoute(e, "grad+8(FP)", "arg+16(FP)", "out+24(FP)", "Z18")
 	e.t(`	MOVL e+64(FP), AX
 	VPBROADCASTD AX, Z16 // the row's number
@@ -761,13 +605,10 @@ rzskip:
 	INCQ BX
 	JMP rzrow
 rznext:
-	ADDQ $256, R15
-	SUBQ $64, CX
-	JMP rzblk
-rzdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("rzblk", 64, 256, "R15")
+	e.ret("rzdone")
+	e.t(`
 // func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
 //
 // spmmScatterAVX for rows consecutive rows of a sparse product in one
@@ -794,10 +635,8 @@ szrow:
 	JGE szdone
 	MOVQ cols+56(FP), CX
 	XORQ R15, R15 // byte offset of the 64-column block
-szblk:
-	CMPQ CX, $64
-	JLT sznextrow
 `)
+	e.loop("szblk", 64, "sznextrow")
 	e.ld("VMOVUPS", 4, 64, "(SI)(R15*1)", zs(0))
 	e.t(`	MOVQ (R8)(BX*8), AX // the row's first entry
 	MOVQ 8(R8)(BX*8), DX // and its end
@@ -816,17 +655,15 @@ szentry:
 	e.t(`	INCQ AX
 	JMP szentry
 sznextblk:
-	ADDQ $256, R15
-	SUBQ $64, CX
-	JMP szblk
-sznextrow:
+`)
+	e.next("szblk", 64, 256, "R15")
+	e.t(`sznextrow:
 	ADDQ R11, SI
 	INCQ BX
 	JMP szrow
-szdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.ret("szdone")
+	e.t(`
 // func colSumZ(dst, src *float32, rows, cols int)
 //
 // dst[j] += src[r*cols+j] for r < rows in order, j < cols (a multiple of
@@ -839,10 +676,8 @@ TEXT ·colSumZ(SB), NOSPLIT, $0-32
 	MOVQ cols+24(FP), CX
 	MOVQ CX, R11
 	SHLQ $2, R11 // a row's bytes
-cs64:
-	CMPQ CX, $64
-	JLT cs16
 `)
+	e.loop("cs64", 64, "cs16")
 	e.ld("VMOVUPS", 4, 64, "(DI)", zs(0))
 	e.t(`	MOVQ SI, AX
 	MOVQ R8, BX
@@ -860,14 +695,9 @@ cs64s:
 `)
 	e.st("VMOVUPS", 4, 64, zs(0), "(DI)")
 
-	e.t(`	ADDQ $256, DI
-	ADDQ $256, SI
-	SUBQ $64, CX
-	JMP cs64
-cs16:
-	CMPQ CX, $16
-	JLT csdone
-	VMOVUPS 0(DI), Z0
+	e.next("cs64", 64, 256, "DI", "SI")
+	e.loop("cs16", 16, "csdone")
+	e.t(`	VMOVUPS 0(DI), Z0
 	MOVQ SI, AX
 	MOVQ R8, BX
 cs16r:
@@ -879,14 +709,10 @@ cs16r:
 	JMP cs16r
 cs16s:
 	VMOVUPS Z0, 0(DI)
-	ADDQ $64, DI
-	ADDQ $64, SI
-	SUBQ $16, CX
-	JMP cs16
-csdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("cs16", 16, 64, "DI", "SI")
+	e.ret("csdone")
+	e.t(`
 // func maxUintZ(p *int, n int) uint
 //
 // The largest of p[0:n] read as unsigned (0 for n = 0): sparse products
@@ -897,15 +723,13 @@ TEXT ·maxUintZ(SB), NOSPLIT, $0-24
 	MOVQ n+8(FP), CX
 	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
-mu16:
-	CMPQ CX, $16
-	JLT mu8
-	VPMAXUQ 0(SI), Z0, Z0
+`)
+	e.loop("mu16", 16, "mu8")
+	e.t(`	VPMAXUQ 0(SI), Z0, Z0
 	VPMAXUQ 64(SI), Z1, Z1
-	ADDQ $128, SI
-	SUBQ $16, CX
-	JMP mu16
-mu8:
+`)
+	e.next("mu16", 16, 128, "SI")
+	e.t(`mu8:
 	VPMAXUQ Z1, Z0, Z0
 	CMPQ CX, $8
 	JLT mutail
@@ -944,16 +768,14 @@ TEXT ·minStepZ(SB), NOSPLIT, $0-24
 	MOVQ n+8(FP), CX
 	MOVQ $0x7fffffffffffffff, AX
 	VPBROADCASTQ AX, Z0
-ms8:
-	CMPQ CX, $8
-	JLT mstail
-	VMOVDQU64 8(SI), Z1
+`)
+	e.loop("ms8", 8, "mstail")
+	e.t(`	VMOVDQU64 8(SI), Z1
 	VPSUBQ 0(SI), Z1, Z1
 	VPMINSQ Z1, Z0, Z0
-	ADDQ $64, SI
-	SUBQ $8, CX
-	JMP ms8
-mstail:
+`)
+	e.next("ms8", 8, 64, "SI")
+	e.t(`mstail:
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPMINSQ Y1, Y0, Y0
 	VEXTRACTI128 $1, Y0, X1
@@ -1002,10 +824,9 @@ TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
 	VPXORD Z24, Z24, Z24
 	MOVL $1, AX
 	VPBROADCASTD AX, Z27
-emblk:
-	CMPQ CX, $64
-	JLT emdone
-	MOVQ w+40(FP), AX
+`)
+	e.loop("emblk", 64, "emdone")
+	e.t(`	MOVQ w+40(FP), AX
 	ADDQ R15, AX
 `)
 	features(e, "emw", func(f int) {
@@ -1071,13 +892,10 @@ emstore:
 	storeMax(e, "emnext")
 
 	e.t(`emnext:
-	ADDQ $256, R15
-	SUBQ $64, CX
-	JMP emblk
-emdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("emblk", 64, 256, "R15")
+	e.ret("emdone")
+	e.t(`
 // func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
 //
 // The backward pass of edgeMaxZ over the same n edges: the gradient grad
@@ -1104,10 +922,8 @@ TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
 	VPBROADCASTD AX, Z25
 	MOVL $-1, AX
 	VPBROADCASTD AX, Z26
-erblk:
-	CMPQ CX, $64
-	JLT erdone
 `)
+	e.loop("erblk", 64, "erdone")
 	loadRoute(e, "grad+16(FP)", "arg+24(FP)", "out+32(FP)", "Z26")
 	e.t(`	MOVQ gw+8(FP), AX
 	ADDQ R15, AX
@@ -1170,13 +986,10 @@ erstore:
 		}
 	})
 	e.t(`ernext:
-	ADDQ $256, R15
-	SUBQ $64, CX
-	JMP erblk
-erdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("erblk", 64, 256, "R15")
+	e.ret("erdone")
+	e.t(`
 // func sgemmKernel12x16Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool, ldb int)
 //
 // sgemmKernel12x32Z for one 16-column panel of b (packed, ldb 0, or in
@@ -1266,10 +1079,8 @@ rrnow:
 	MOVQ AX, o+0(FP)
 	MOVQ x+8(FP), SI
 	MOVQ cols+56(FP), CX
-rrblk:
-	CMPQ CX, $64
-	JLT rrnext
 `)
+	e.loop("rrblk", 64, "rrnext")
 	e.zero("VPXORD", rng("Z", 0, 8)...)
 	e.t(`	XORQ BX, BX
 	MOVQ R14, R10
@@ -1331,17 +1142,12 @@ rrstore:
 `)
 	e.st("VMOVUPS", 4, 64, zs(0), "(DI)")
 	e.st("VMOVUPS", 4, 64, zs(4), "(DX)")
-	e.t(`	ADDQ $256, DI
-	ADDQ $256, DX
-	ADDQ $256, SI
-	SUBQ $64, CX
-	JMP rrblk
-rrnext:
+	e.next("rrblk", 64, 256, "DI", "DX", "SI")
+	e.t(`rrnext:
 	JMP rrpair
-rrdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.ret("rrdone")
+	e.t(`
 // func adamZ(d, m, v, grad *float32, n int, b1, c1, b2, c2, a, decay float32, eps float64, wd bool)
 //
 // Adam's update of n elements (a multiple of 16), 16 at a time, with the
@@ -1363,10 +1169,9 @@ TEXT ·adamZ(SB), NOSPLIT, $0-73
 	VBROADCASTSD eps+64(FP), Z26
 	MOVBLZX wd+72(FP), AX
 	XORQ BX, BX // byte offset
-adamloop:
-	CMPQ CX, $16
-	JLT adamdone
-	VMOVUPS (SI)(BX*1), Z0 // m
+`)
+	e.loop("adamloop", 16, "adamdone")
+	e.t(`	VMOVUPS (SI)(BX*1), Z0 // m
 	VMOVUPS (R9)(BX*1), Z1 // g
 	VMOVUPS (R8)(BX*1), Z2 // v
 	VMULPS Z0, Z20, Z3 // b1·m
@@ -1397,13 +1202,10 @@ adamnodecay:
 	VDIVPS Z7, Z10, Z10 // (a·m') / den
 	VSUBPS Z10, Z9, Z9 // x − (a·m')/den
 	VMOVUPS Z9, (DI)(BX*1)
-	ADDQ $64, BX
-	SUBQ $16, CX
-	JMP adamloop
-adamdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("adamloop", 16, 64, "BX")
+	e.ret("adamdone")
+	e.t(`
 // func tanhZ(y, x *float32, n int, c *float64)
 //
 // y = float32(math.Tanh(float64(x))) for n elements (a multiple of 8),
@@ -1426,10 +1228,9 @@ TEXT ·tanhZ(SB), NOSPLIT, $0-32
 	MOVQ $0x3ff, DX
 	VPBROADCASTQ DX, Z30 // the exponent bias
 	VPXORQ Z28, Z28, Z28 // +0
-tanhloop:
-	CMPQ CX, $8
-	JLT tanhdone
-	VMOVUPS (SI), Y0
+`)
+	e.loop("tanhloop", 8, "tanhdone")
+	e.t(`	VMOVUPS (SI), Y0
 	VCVTPS2PD Y0, Z0 // x
 	VPANDQ Z31, Z0, Z1 // z = |x|
 	VCMPPD $0x11, Z28, Z0, K1 // x < 0
@@ -1496,14 +1297,10 @@ tanhloop:
 	VMOVAPD Z0, K4, Z6
 	VCVTPD2PS Z6, Y6
 	VMOVUPS Y6, (DI)
-	ADDQ $32, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP tanhloop
-tanhdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.next("tanhloop", 8, 32, "SI", "DI")
+	e.ret("tanhdone")
+	e.t(`
 // func packTransposedZ(dst, src *float32, ld, k int)
 //
 // dst[p*16+c] = src[c*ld+p] for p < k, c < 16, k a multiple of 16: a
@@ -1520,10 +1317,8 @@ TEXT ·packTransposedZ(SB), NOSPLIT, $0-32
 	LEAQ (SI)(R8*4), R10 // row 4
 	LEAQ (R10)(R8*4), R11 // row 8
 	LEAQ (R11)(R8*4), R12 // row 12
-ptz:
-	CMPQ CX, $16
-	JLT ptzdone
 `)
+	e.loop("ptz", 16, "ptzdone")
 	packTransposed(e)
 	e.t(`	ADDQ $1024, DI
 	ADDQ $64, SI
@@ -1532,10 +1327,9 @@ ptz:
 	ADDQ $64, R12
 	SUBQ $16, CX
 	JMP ptz
-ptzdone:
-	VZEROUPPER
-	RET
-
+`)
+	e.ret("ptzdone")
+	e.t(`
 // func fmaPeakZ(n int)
 //
 // n rounds of 12 independent 16-lane fused multiply-adds, from registers
@@ -1555,10 +1349,8 @@ fploop:
 	}
 	e.t(`	DECQ CX
 	JNZ fploop
-fpdone:
-	VZEROUPPER
-	RET
 `)
+	e.ret("fpdone")
 }
 
 // freshMax starts a segment's maximum at −∞ (Z0, already broadcast to
@@ -1730,4 +1522,20 @@ func entry(e *emitter, skip, w, wreg, idx, i, dst, base string, blk bool) {
 	e.i("JZ", skip)
 	e.i("VBROADCASTSS", "("+w+")("+i+"*4)", wreg)
 	e.label(skip)
+}
+
+// addr writes a memory operand (at or at0).
+type addr func(off int, base string) string
+
+// stream writes an elementwise kernel's loops: body on four registers of
+// eight lanes (operands a = at) while 32 elements remain, then on one
+// (a = at0, "(SI)") while eight do, the pointers stepped past them.
+func stream(e *emitter, wide, narrow, done string, ptrs []string, body func(n int, a addr)) {
+	e.loop(wide, 32, narrow)
+	body(4, at)
+	e.next(wide, 32, 128, ptrs...)
+	e.loop(narrow, 8, done)
+	body(1, at0)
+	e.next(narrow, 8, 32, ptrs...)
+	e.ret(done)
 }
