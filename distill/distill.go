@@ -27,13 +27,14 @@ type Config struct {
 	Seed        uint64          `json:"seed"`
 }
 
-// DefaultConfig: a width-8 ReLU MLP student (a GNN teacher's student has
-// no graph encoder; ReLU because tanh was most of a width-8 network's
-// decision time), T = 2, 20 epochs of minibatches of 256 at lr 3e-3.
+// DefaultConfig: a ReLU MLP student of the teacher's inputs and heads (a
+// GNN teacher's student has no graph encoder), with the Distill
+// constants of rl/presets.go.
 func DefaultConfig(teacher rl.PolicyConfig) Config {
 	s := teacher
-	s.Hidden, s.Encoder, s.Activation = 8, "", rl.ActivationReLU
-	return Config{Student: s, Temperature: 2, Epochs: 20, Minibatch: 256, LR: 3e-3, VFCoef: 0.5, Seed: 1}
+	s.Hidden, s.Encoder, s.Activation = rl.DistillHidden, "", rl.ActivationReLU
+	return Config{Student: s, Temperature: rl.DistillTemperature, Epochs: rl.DistillEpochs, Minibatch: rl.DistillMinibatch,
+		LR: rl.DistillLR, VFCoef: rl.DistillVFCoef, Seed: 1}
 }
 
 // Collect runs the teacher, sampling as in training, on episodes of spec

@@ -210,7 +210,8 @@ type OfflineConfig struct {
 // DefaultOfflineConfig: 10 epochs of minibatches of 256 at lr 1e-3, AWR
 // with β 1 on normalised advantages and weights capped at 20.
 func DefaultOfflineConfig() OfflineConfig {
-	return OfflineConfig{Method: "bc", Lambda: 1, Epochs: 10, Minibatch: 256, LR: 1e-3, Beta: 1, MaxWeight: 20, VFCoef: 0.5, Seed: 1}
+	return OfflineConfig{Method: "bc", Lambda: 1, Epochs: OfflineEpochs, Minibatch: OfflineMinibatch, LR: OfflineLR,
+		Beta: OfflineAWRBeta, MaxWeight: OfflineAWRMaxWeight, VFCoef: OfflineVFCoef, Seed: 1}
 }
 
 // OfflineStats is one epoch's log line.

@@ -86,7 +86,7 @@ const FeaturesSaturation = "saturate"
 // DefaultPolicyConfig: 16 candidates (the langevin governor's d), width
 // 32, damping in [0, 2], no entropy bonus on the auxiliary heads.
 func DefaultPolicyConfig() PolicyConfig {
-	return PolicyConfig{Candidates: 16, Hidden: 32, DampingMin: 0, DampingMax: 2, ReplicaZeroBias: 4}
+	return PolicyConfig{Candidates: DefaultCandidates, Hidden: DefaultHidden, DampingMin: DefaultDampingMin, DampingMax: DefaultDampingMax, ReplicaZeroBias: DefaultReplicaZeroBias}
 }
 
 func (c *PolicyConfig) validate() error {

@@ -4,8 +4,8 @@ import "fmt"
 
 // The hyper-parameters of tegrl's learners, in one place. DefaultConfig,
 // DefaultPolicyConfig, DefaultOfflineConfig and the presets below read
-// them; a command-line flag overrides one field of a preset and nothing
-// else.
+// them, as does distill.DefaultConfig; a command-line flag overrides one
+// field of a preset and nothing else.
 
 // PPO (DefaultConfig). The values are CleanRL's ppo.py defaults except
 // where a comment says why not.
@@ -31,6 +31,38 @@ const (
 	// early stop (kl > 1.5 × target_kl): one minibatch's KL estimate is
 	// noisy.
 	KLStopFactor = 1.5
+)
+
+// Policy network (DefaultPolicyConfig).
+const (
+	// DefaultCandidates is the machines a placement decision chooses
+	// among, sampled from the feasible ones.
+	DefaultCandidates = 16
+	// DefaultHidden is the width of the candidate encoder and the heads.
+	DefaultHidden = 32
+	// DefaultDampingMin and DefaultDampingMax bound the damping head's
+	// Beta distribution, mapped onto [min, max].
+	DefaultDampingMin = 0
+	DefaultDampingMax = 2
+	// DefaultReplicaZeroBias is the initial logit bias of the replica
+	// heads towards a delta of 0, so that a fresh policy leaves services
+	// alone.
+	DefaultReplicaZeroBias = 4
+)
+
+// Offline learning from recordings (DefaultOfflineConfig).
+const (
+	// OfflineEpochs, OfflineMinibatch and OfflineLR: passes over the
+	// data, decisions per minibatch and Adam's learning rate.
+	OfflineEpochs    = 10
+	OfflineMinibatch = 256
+	OfflineLR        = 1e-3
+	// OfflineAWRBeta is AWR's temperature on normalised advantages and
+	// OfflineAWRMaxWeight caps a decision's weight (Peng et al., 2019).
+	OfflineAWRBeta      = 1
+	OfflineAWRMaxWeight = 20
+	// OfflineVFCoef weighs the value loss.
+	OfflineVFCoef = 0.5
 )
 
 // Convergence test of UpdateLog.Converged.
@@ -128,6 +160,19 @@ const (
 	// DistillGamma discounts the recorded rewards of offline distillation
 	// data (only the value head reads them).
 	DistillGamma = DefaultGamma
+	// DistillHidden is the student's width (a ReLU MLP: tanh was most of
+	// a width-8 network's decision time).
+	DistillHidden = 8
+	// DistillTemperature is the temperature of the placement KL (scaled
+	// by T², Hinton et al., 2015).
+	DistillTemperature = 2
+	// DistillEpochs, DistillMinibatch and DistillLR: passes over the
+	// decisions, decisions per minibatch and Adam's learning rate.
+	DistillEpochs    = 20
+	DistillMinibatch = 256
+	DistillLR        = 3e-3
+	// DistillVFCoef weighs the value loss.
+	DistillVFCoef = 0.5
 	// DistillOnlineCollect caps the decisions the online student's final
 	// collection (its summary's decisions and latencies) runs.
 	DistillOnlineCollect = 5000
