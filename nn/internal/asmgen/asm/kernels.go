@@ -1,6 +1,9 @@
 package asm
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // kernels writes the file, kernel by kernel in its order.
 func kernels(e *emitter) {
@@ -121,11 +124,9 @@ TEXT ·reluGradAVX(SB), NOSPLIT, $0-32
 // For n a multiple of 8: arg[j] = e where row[j] > out[j] (ordered, so a
 // NaN never wins), then out[j] = max(out[j], row[j]) as maxAVX.
 TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
-	MOVQ out+0(FP), DI
-	MOVQ arg+8(FP), R9
-	MOVQ row+16(FP), SI
-	MOVQ n+24(FP), CX
-	MOVL e+32(FP), AX
+`)
+	e.args("out+0 DI", "arg+8 R9", "row+16 SI", "n+24 CX")
+	e.t(`	MOVL e+32(FP), AX
 	VMOVD AX, X8
 	VPBROADCASTD X8, Y8
 `)
@@ -204,16 +205,8 @@ TEXT ·routeAVX(SB), NOSPLIT, $0-40
 TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
 	MOVQ dst+0(FP), DI
 	MOVQ x+8(FP), SI
-	MOVQ idx+16(FP), R8
-	MOVQ w+24(FP), R9
-	MOVQ n+32(FP), R10
-	MOVQ stride+40(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+48(FP), CX
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X8
-	VBROADCASTSS X8, Y8
 `)
+	sparseArgs(e)
 	e.loop("sr64", 64, "sr8")
 	e.zero("VXORPS", rng("Y", 0, 8)...)
 	e.t(`	XORQ BX, BX
@@ -256,16 +249,8 @@ sr8s:
 TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
 	MOVQ y+0(FP), DI
 	MOVQ grad+8(FP), SI
-	MOVQ idx+16(FP), R8
-	MOVQ w+24(FP), R9
-	MOVQ n+32(FP), R10
-	MOVQ stride+40(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+48(FP), CX
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X8
-	VBROADCASTSS X8, Y8
 `)
+	sparseArgs(e)
 	e.loop("sc64", 64, "sc8")
 	e.ld("VMOVUPS", 8, 32, "(SI)", ys(0))
 	e.t(`	XORQ BX, BX
@@ -425,11 +410,9 @@ TEXT ·addReluAVX(SB), NOSPLIT, $0-24
 // max(out[j], row[j]) with GOMAX's rules in mask registers (ties take
 // out AND row, a NaN in out is put back).
 TEXT ·maxArgZ(SB), NOSPLIT, $0-36
-	MOVQ out+0(FP), DI
-	MOVQ arg+8(FP), R9
-	MOVQ row+16(FP), SI
-	MOVQ n+24(FP), CX
-	MOVL e+32(FP), AX
+`)
+	e.args("out+0 DI", "arg+8 R9", "row+16 SI", "n+24 CX")
+	e.t(`	MOVL e+32(FP), AX
 	VPBROADCASTD AX, Z8
 `)
 	e.loop("mzloop", 16, "mzdone")
@@ -464,36 +447,11 @@ TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
 	MOVQ out+0(FP), DI
 	MOVQ arg+8(FP), R9
 	MOVQ x+16(FP), SI
-	MOVQ ptr+24(FP), R8
-	MOVQ idx+32(FP), R12
-	MOVQ w+40(FP), R13
-	MOVQ n+48(FP), R14
-	MOVQ stride+64(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+72(FP), CX
-	XORQ R15, R15 // byte offset of the 64-column block
-	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
-	VMOVD AX, X12
-	VBROADCASTSS X12, Z12
-	MOVL $1, AX
-	VPBROADCASTD AX, Z17
 `)
+	segmentArgs(e, 24)
 	e.loop("smblk", 64, "smdone")
-	e.t(`	MOVL e+56(FP), AX
-	VPBROADCASTD AX, Z16 // the row's number, for the argmax
-	MOVBLZX fresh+60(FP), AX
-	TESTQ AX, AX
-	JZ smload
-	MOVL $0xff800000, AX // −∞
-	VPBROADCASTD AX, Z0
-`)
-	freshMax(e, "Z16")
-	e.t(`	JMP smrows
-smload:
-`)
-	loadMax(e, "smrows")
-	e.t(`smrows:
-	XORQ BX, BX
+	startMax(e, "Z16", "row", "smload", "smrows")
+	e.t(`	XORQ BX, BX
 smrow:
 	CMPQ BX, R14
 	JGE smstore
@@ -552,22 +510,9 @@ smstore:
 // columns, and rows with none are skipped.
 TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
 	MOVQ ga+0(FP), DI
-	MOVQ ptr+32(FP), R8
-	MOVQ idx+40(FP), R12
-	MOVQ w+48(FP), R13
-	MOVQ n+56(FP), R14
-	MOVQ stride+72(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+80(FP), CX
-	XORQ R15, R15 // byte offset of the 64-column block
-	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
-	VMOVD AX, X12
-	VBROADCASTSS X12, Z12
-	MOVL $1, AX
-	VPBROADCASTD AX, Z17
-	MOVL $-1, AX
-	VPBROADCASTD AX, Z18
 `)
+	segmentArgs(e, 32)
+	bcast(e, "-1", "Z18")
 	e.loop("rzblk", 64, "rzdone")
 	loadRoute(e, "grad+8(FP)", "arg+16(FP)", "out+24(FP)", "Z18")
 	e.t(`	MOVL e+64(FP), AX
@@ -577,12 +522,8 @@ rzrow:
 	CMPQ BX, R14
 	JGE rznext
 `)
-	argCols(e, "Z16")
-	e.t(`	KORW K1, K2, K5
-	KORW K3, K4, K6
-	KORTESTW K5, K6
-	JZ rzskip // the row attains no column's maximum
-	MOVQ (R8)(BX*8), AX // the row's first entry
+	argCols(e, "Z16", "rzskip", "row")
+	e.t(`	MOVQ (R8)(BX*8), AX // the row's first entry
 	MOVQ 8(R8)(BX*8), DX // and its end
 rzentry:
 	CMPQ AX, DX
@@ -738,14 +679,9 @@ TEXT ·maxUintZ(SB), NOSPLIT, $0-24
 	SUBQ $8, CX
 mutail:
 	// The horizontal maximum of Z0's eight lanes, then the last n < 8.
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPMAXUQ Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMAXUQ X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPMAXUQ X1, X0, X0
-	VMOVQ X0, AX
-mutl:
+`)
+	fold(e, "VPMAXUQ")
+	e.t(`mutl:
 	TESTQ CX, CX
 	JZ mudone
 	MOVQ (SI), DX
@@ -776,14 +712,9 @@ TEXT ·minStepZ(SB), NOSPLIT, $0-24
 `)
 	e.next("ms8", 8, 64, "SI")
 	e.t(`mstail:
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPMINSQ Y1, Y0, Y0
-	VEXTRACTI128 $1, Y0, X1
-	VPMINSQ X1, X0, X0
-	VPSHUFD $0x4e, X0, X1
-	VPMINSQ X1, X0, X0
-	VMOVQ X0, AX
-mstl:
+`)
+	fold(e, "VPMINSQ")
+	e.t(`mstl:
 	TESTQ CX, CX
 	JZ msdone
 	MOVQ 8(SI), DX
@@ -812,45 +743,15 @@ TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
 	MOVQ out+0(FP), DI
 	MOVQ arg+8(FP), R9
 	MOVQ x+16(FP), SI
-	MOVQ src+24(FP), R8
-	MOVQ n+48(FP), R14
-	MOVQ fd+64(FP), BX
-	MOVQ BX, R13
-	SHLQ $2, R13 // bytes of features per edge
-	MOVQ stride+72(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+80(FP), CX
-	XORQ R15, R15 // byte offset of the 64-column block
-	VPXORD Z24, Z24, Z24
-	MOVL $1, AX
-	VPBROADCASTD AX, Z27
 `)
+	edgeArgs(e, 24, 48, 64)
+	e.t(`	VPXORD Z24, Z24, Z24
+`)
+	bcast(e, "1", "Z27")
 	e.loop("emblk", 64, "emdone")
-	e.t(`	MOVQ w+40(FP), AX
-	ADDQ R15, AX
-`)
-	features(e, "emw", func(f int) {
-		e.ld("VMOVUPS", 4, 64, "(AX)", zs(12+4*f))
-		if f < 2 {
-			e.i("ADDQ", "R11", "AX")
-		}
-	})
-	e.t(`emw:
-	MOVL e+56(FP), AX
-	VPBROADCASTD AX, Z26 // the edge's number, for the argmax
-	MOVBLZX fresh+60(FP), AX
-	TESTQ AX, AX
-	JZ emload
-	MOVL $0xff800000, AX // −∞
-	VPBROADCASTD AX, Z0
-`)
-	freshMax(e, "Z26")
-	e.t(`	JMP emedges
-emload:
-`)
-	loadMax(e, "emedges")
-	e.t(`emedges:
-	MOVQ feat+32(FP), R10
+	wRows(e, "w+40(FP)", "emw", false)
+	startMax(e, "Z26", "edge", "emload", "emedges")
+	e.t(`	MOVQ feat+32(FP), R10
 	XORQ DX, DX
 emedge:
 	CMPQ DX, R14
@@ -909,33 +810,14 @@ emstore:
 // skipped.
 TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
 	MOVQ gx+0(FP), DI
-	MOVQ src+40(FP), R8
-	MOVQ n+56(FP), R14
-	MOVQ fd+72(FP), BX
-	MOVQ BX, R13
-	SHLQ $2, R13 // bytes of features per edge
-	MOVQ stride+80(FP), R11
-	SHLQ $2, R11
-	MOVQ cols+88(FP), CX
-	XORQ R15, R15 // byte offset of the 64-column block
-	MOVL $1, AX
-	VPBROADCASTD AX, Z25
-	MOVL $-1, AX
-	VPBROADCASTD AX, Z26
 `)
+	edgeArgs(e, 40, 56, 72)
+	bcast(e, "1", "Z25")
+	bcast(e, "-1", "Z26")
 	e.loop("erblk", 64, "erdone")
 	loadRoute(e, "grad+16(FP)", "arg+24(FP)", "out+32(FP)", "Z26")
-	e.t(`	MOVQ gw+8(FP), AX
-	ADDQ R15, AX
-`)
-	features(e, "erw", func(f int) {
-		e.ld("VMOVUPS", 4, 64, "(AX)", zs(12+4*f))
-		if f < 2 {
-			e.i("ADDQ", "R11", "AX")
-		}
-	})
-	e.t(`erw:
-	MOVL e+64(FP), AX
+	wRows(e, "gw+8(FP)", "erw", false)
+	e.t(`	MOVL e+64(FP), AX
 	VPBROADCASTD AX, Z24 // the edge's number
 	MOVQ feat+48(FP), R10
 	XORQ DX, DX
@@ -943,12 +825,8 @@ eredge:
 	CMPQ DX, R14
 	JGE erstore
 `)
-	argCols(e, "Z24")
-	e.t(`	KORW K1, K2, K5
-	KORW K3, K4, K6
-	KORTESTW K5, K6
-	JZ erskip // the edge attains no column's maximum
-	MOVQ (R8)(DX*8), AX
+	argCols(e, "Z24", "erskip", "edge")
+	e.t(`	MOVQ (R8)(DX*8), AX
 	IMULQ R11, AX
 	ADDQ DI, AX
 	ADDQ R15, AX
@@ -976,17 +854,8 @@ eredge:
 	INCQ DX
 	JMP eredge
 erstore:
-	MOVQ gw+8(FP), AX
-	ADDQ R15, AX
 `)
-	features(e, "ernext", func(f int) {
-		e.st("VMOVUPS", 4, 64, zs(12+4*f), "(AX)")
-		if f < 2 {
-			e.i("ADDQ", "R11", "AX")
-		}
-	})
-	e.t(`ernext:
-`)
+	wRows(e, "gw+8(FP)", "ernext", true)
 	e.next("erblk", 64, 256, "R15")
 	e.ret("erdone")
 	e.t(`
@@ -1398,11 +1267,17 @@ func loadRoute(e *emitter, grad, arg, out, minus string) {
 	}
 }
 
-// argCols sets K1-K4 to the columns whose argmax is num.
-func argCols(e *emitter, num string) {
+// argCols sets K1-K4 to the columns whose argmax is num and leaves for
+// skip where there are none.
+func argCols(e *emitter, num, skip, what string) {
 	for j := range 4 {
 		e.i("VPCMPEQD", num, z(4+j), k(1+j))
 	}
+	e.t(`	KORW K1, K2, K5
+	KORW K3, K4, K6
+	KORTESTW K5, K6
+`)
+	e.ic("the "+what+" attains no column's maximum", "JZ", skip)
 }
 
 // features emits body for each of an edge's fd ≤ 3 features, fd in BX,
@@ -1538,4 +1413,107 @@ func stream(e *emitter, wide, narrow, done string, ptrs []string, body func(n in
 	body(1, at0)
 	e.next(narrow, 8, 32, ptrs...)
 	e.ret(done)
+}
+
+// sparseArgs loads the AVX sparse kernels' idx (R8), w (R9), n (R10),
+// stride in bytes (R11) and cols (CX), and 1.0 into Y8, the weight when
+// w is nil.
+func sparseArgs(e *emitter) {
+	e.args("idx+16 R8", "w+24 R9", "n+32 R10")
+	colArgs(e, 40, 48, false)
+	e.t(`	MOVL $0x3f800000, AX // 1.0
+	VMOVD AX, X8
+	VBROADCASTSS X8, Y8
+`)
+}
+
+// segmentArgs loads a segment's ptr (R8), idx (R12), w (R13) and n (R14),
+// from the slot ptr on, the stride and cols after them, and sets Z12 to
+// 1.0 and Z17 to 1, the step between row numbers.
+func segmentArgs(e *emitter, ptr int) {
+	for j, a := range []string{"ptr R8", "idx R12", "w R13", "n R14"} {
+		f := strings.Fields(a)
+		e.args(fmt.Sprintf("%s+%d %s", f[0], ptr+8*j, f[1]))
+	}
+	colArgs(e, ptr+40, ptr+48, true)
+	e.t(`	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
+	VMOVD AX, X12
+	VBROADCASTSS X12, Z12
+`)
+	bcast(e, "1", "Z17")
+}
+
+// edgeArgs loads the edge kernels' src (R8), n (R14), fd (BX, and in
+// bytes R13), stride and cols, the last two after fd.
+func edgeArgs(e *emitter, src, n, fd int) {
+	e.args(fmt.Sprintf("src+%d R8", src), fmt.Sprintf("n+%d R14", n), fmt.Sprintf("fd+%d BX", fd))
+	e.t(`	MOVQ BX, R13
+	SHLQ $2, R13 // bytes of features per edge
+`)
+	colArgs(e, fd+8, fd+16, true)
+}
+
+// colArgs loads stride, in bytes, into R11 and cols into CX; blk starts
+// R15 at the first 64-column block.
+func colArgs(e *emitter, stride, cols int, blk bool) {
+	e.args(fmt.Sprintf("stride+%d R11", stride))
+	e.i("SHLQ", "$2", "R11")
+	e.args(fmt.Sprintf("cols+%d CX", cols))
+	if blk {
+		e.ic("byte offset of the 64-column block", "XORQ", "R15", "R15")
+	}
+}
+
+// bcast sets each 32-bit lane of reg to v.
+func bcast(e *emitter, v, reg string) {
+	e.i("MOVL", "$"+v, "AX")
+	e.i("VPBROADCASTD", "AX", reg)
+}
+
+// fold takes Z0's eight quadwords to one in AX by op (a maximum or
+// minimum), halving the width three times.
+func fold(e *emitter, op string) {
+	e.i("VEXTRACTI64X4", "$1", "Z0", "Y1")
+	e.i(op, "Y1", "Y0", "Y0")
+	e.i("VEXTRACTI128", "$1", "Y0", "X1")
+	e.i(op, "X1", "X0", "X0")
+	e.i("VPSHUFD", "$0x4e", "X0", "X1")
+	e.i(op, "X1", "X0", "X0")
+	e.i("VMOVQ", "X0", "AX")
+}
+
+// startMax sets num to the first row's (or edge's) number and starts
+// the block's maximum and argmax fresh or from memory, going on at rows.
+func startMax(e *emitter, num, what, load, rows string) {
+	e.t("\tMOVL e+56(FP), AX\n")
+	e.ic("the "+what+"'s number, for the argmax", "VPBROADCASTD", "AX", num)
+	e.t(`	MOVBLZX fresh+60(FP), AX
+	TESTQ AX, AX
+`)
+	e.i("JZ", load)
+	e.ic("−∞", "MOVL", "$0xff800000", "AX")
+	e.i("VPBROADCASTD", "AX", "Z0")
+	freshMax(e, num)
+	e.i("JMP", rows)
+	e.label(load)
+	loadMax(e, rows)
+	e.label(rows)
+}
+
+// wRows loads (or stores) the block's fd ≤ 3 rows of w, at the argument
+// slot, in Z12-Z23, then goes on at done.
+func wRows(e *emitter, slot, done string, store bool) {
+	e.i("MOVQ", slot, "AX")
+	e.i("ADDQ", "R15", "AX")
+	features(e, done, func(f int) {
+		if store {
+			e.st("VMOVUPS", 4, 64, zs(12+4*f), "(AX)")
+		} else {
+			e.ld("VMOVUPS", 4, 64, "(AX)", zs(12+4*f))
+		}
+		if f < 2 {
+			e.i("ADDQ", "R11", "AX")
+		}
+	})
+	e.label(done)
 }
