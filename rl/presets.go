@@ -44,9 +44,8 @@ const (
 	// Beta distribution, mapped onto [min, max].
 	DefaultDampingMin = 0
 	DefaultDampingMax = 2
-	// DefaultReplicaZeroBias is the initial logit bias of the replica
-	// heads towards a delta of 0, so that a fresh policy leaves services
-	// alone.
+	// DefaultReplicaZeroBias is the initial logit of "no replica
+	// change", so an untrained policy does not churn services.
 	DefaultReplicaZeroBias = 4
 )
 
@@ -84,6 +83,13 @@ const (
 	DefaultSegmentLen = 100
 	// DefaultBatchSize is the decisions of one PPO update.
 	DefaultBatchSize = 2000
+	// DefaultMaxLag is tegrl train's --max-lag: a segment more than this
+	// many policy versions old is dropped; V-trace corrects the lag of
+	// the rest.
+	DefaultMaxLag = 8
+	// DefaultCheckpointEvery is tegrl train's --checkpoint-every, in
+	// updates.
+	DefaultCheckpointEvery = 10
 )
 
 // Presets of `tegrl train --preset`.
@@ -173,6 +179,11 @@ const (
 	DistillLR        = 3e-3
 	// DistillVFCoef weighs the value loss.
 	DistillVFCoef = 0.5
+	// DistillDecisions is the teacher decisions a student learns from
+	// (tegrl distill --decisions), DistillRounds the online rounds of
+	// acting, labelling and refitting (--rounds).
+	DistillDecisions = 20000
+	DistillRounds    = 5
 	// DistillOnlineCollect caps the decisions the online student's final
 	// collection (its summary's decisions and latencies) runs.
 	DistillOnlineCollect = 5000
