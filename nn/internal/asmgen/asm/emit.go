@@ -139,3 +139,12 @@ func (e *emitter) add(n int, a func(int, string) string, base string) {
 		e.i("VADDPS", a(32*j, base), y(j), y(j))
 	}
 }
+
+// lanes8 is a kernel's loop over eight lanes at a time: body, the
+// pointers stepped 32 bytes, then the exit at done.
+func (e *emitter) lanes8(loop, done, body string, ptrs ...string) {
+	e.loop(loop, 8, done)
+	e.t(body)
+	e.next(loop, 8, 32, ptrs...)
+	e.ret(done)
+}

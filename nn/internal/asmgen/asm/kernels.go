@@ -41,9 +41,8 @@ TEXT ·sgemmKernel6x16(SB), NOSPLIT, $0-73
 TEXT ·axpyAVX(SB), NOSPLIT, $0-32
 	MOVQ y+0(FP), DI
 	VBROADCASTSS a+8(FP), Y0
-	MOVQ x+16(FP), SI
-	MOVQ n+24(FP), CX
 `)
+	e.args("x+16 SI", "n+24 CX")
 	stream(e, "loop32", "loop8", "done", []string{"SI", "DI"}, func(n int, a addr) {
 		e.ld2("VMOVUPS", n, a, "(SI)", ys(1))
 		for j := range n {
@@ -69,55 +68,41 @@ TEXT ·axpyAVX(SB), NOSPLIT, $0-32
 //
 // y[i] = max(y[i], x[i]) for n a multiple of 8.
 TEXT ·maxAVX(SB), NOSPLIT, $0-24
-	MOVQ y+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
 `)
-	e.loop("maxloop", 8, "maxdone")
-	e.t(`	VMOVUPS (DI), Y0
+	e.args("y+0 DI", "x+8 SI", "n+16 CX")
+	e.lanes8("maxloop", "maxdone", `	VMOVUPS (DI), Y0
 	VMOVUPS (SI), Y1
 	GOMAX
 	VMOVUPS Y2, (DI)
-`)
-	e.next("maxloop", 8, 32, "SI", "DI")
-	e.ret("maxdone")
+`, "SI", "DI")
 	e.t(`
 // func reluAVX(y, x *float32, n int)
 //
 // y[i] = max(x[i], 0) for n a multiple of 8.
 TEXT ·reluAVX(SB), NOSPLIT, $0-24
-	MOVQ y+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	VXORPS Y1, Y1, Y1
 `)
-	e.loop("reluloop", 8, "reludone")
-	e.t(`	VMOVUPS (SI), Y0
+	e.args("y+0 DI", "x+8 SI", "n+16 CX")
+	e.t(`	VXORPS Y1, Y1, Y1
+`)
+	e.lanes8("reluloop", "reludone", `	VMOVUPS (SI), Y0
 	GOMAX
 	VMOVUPS Y2, (DI)
-`)
-	e.next("reluloop", 8, 32, "SI", "DI")
-	e.ret("reludone")
+`, "SI", "DI")
 	e.t(`
 // func reluGradAVX(dst, x, grad *float32, n int)
 //
 // dst[i] = grad[i] where x[i]'s bits, read as an int32, are positive (x > 0),
 // else 0, as reluGrad32, for n a multiple of 8.
 TEXT ·reluGradAVX(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ grad+16(FP), DX
-	MOVQ n+24(FP), CX
-	VPXOR Y2, Y2, Y2
 `)
-	e.loop("rgloop", 8, "rgdone")
-	e.t(`	VMOVDQU (SI), Y0
+	e.args("dst+0 DI", "x+8 SI", "grad+16 DX", "n+24 CX")
+	e.t(`	VPXOR Y2, Y2, Y2
+`)
+	e.lanes8("rgloop", "rgdone", `	VMOVDQU (SI), Y0
 	VPCMPGTD Y2, Y0, Y1 // x > 0 as int32
 	VPAND (DX), Y1, Y1
 	VMOVDQU Y1, (DI)
-`)
-	e.next("rgloop", 8, 32, "SI", "DX", "DI")
-	e.ret("rgdone")
+`, "SI", "DX", "DI")
 	e.t(`
 // func maxArgAVX(out *float32, arg *int32, row *float32, n int, e int32)
 //
@@ -130,8 +115,7 @@ TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
 	VMOVD AX, X8
 	VPBROADCASTD X8, Y8
 `)
-	e.loop("maloop", 8, "madone")
-	e.t(`	VMOVUPS (DI), Y0
+	e.lanes8("maloop", "madone", `	VMOVUPS (DI), Y0
 	VMOVUPS (SI), Y1
 	VCMPPS $30, Y0, Y1, Y6 // row > out (GT_OQ)
 	VMOVDQU (R9), Y7
@@ -139,23 +123,21 @@ TEXT ·maxArgAVX(SB), NOSPLIT, $0-36
 	VMOVDQU Y7, (R9)
 	GOMAX
 	VMOVUPS Y2, (DI)
-`)
-	e.next("maloop", 8, 32, "DI", "SI", "R9")
-	e.ret("madone")
+`, "DI", "SI", "R9")
 	e.t(`
 // func routeMaskAVX(mask *float32, arg *int32, e int32, out *float32, n int) int
 //
 // For n a multiple of 8: mask[j] = all ones where arg[j] == e and out[j]
 // is not NaN, else 0; returns how many lanes are set.
 TEXT ·routeMaskAVX(SB), NOSPLIT, $0-48
-	MOVQ mask+0(FP), DI
-	MOVQ arg+8(FP), SI
-	MOVL e+16(FP), AX
+`)
+	e.args("mask+0 DI", "arg+8 SI")
+	e.t(`	MOVL e+16(FP), AX
 	VMOVD AX, X8
 	VPBROADCASTD X8, Y8
-	MOVQ out+24(FP), DX
-	MOVQ n+32(FP), CX
-	XORQ AX, AX
+`)
+	e.args("out+24 DX", "n+32 CX")
+	e.t(`	XORQ AX, AX
 `)
 	e.loop("rmloop", 8, "rmdone")
 	e.t(`	VPCMPEQD (SI), Y8, Y1
@@ -180,20 +162,15 @@ TEXT ·routeMaskAVX(SB), NOSPLIT, $0-48
 TEXT ·routeAVX(SB), NOSPLIT, $0-40
 	MOVQ y+0(FP), DI
 	VBROADCASTSS w+8(FP), Y8
-	MOVQ grad+16(FP), SI
-	MOVQ mask+24(FP), DX
-	MOVQ n+32(FP), CX
 `)
-	e.loop("rtloop", 8, "rtdone")
-	e.t(`	VMOVUPS (DI), Y0
+	e.args("grad+16 SI", "mask+24 DX", "n+32 CX")
+	e.lanes8("rtloop", "rtdone", `	VMOVUPS (DI), Y0
 	VMULPS (SI), Y8, Y1
 	VADDPS Y1, Y0, Y1
 	VMOVUPS (DX), Y2
 	VBLENDVPS Y2, Y1, Y0, Y0
 	VMOVUPS Y0, (DI)
-`)
-	e.next("rtloop", 8, 32, "DI", "SI", "DX")
-	e.ret("rtdone")
+`, "DI", "SI", "DX")
 	e.t(`
 // func spmmRowAVX(dst, x *float32, idx *int, w *float32, n, stride, cols int)
 //
@@ -203,9 +180,8 @@ TEXT ·routeAVX(SB), NOSPLIT, $0-40
 // w means weights 1. Sixty-four columns live in Y0-Y7 while the edges
 // stream past, so a destination row is written once, not once per edge.
 TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
-	MOVQ dst+0(FP), DI
-	MOVQ x+8(FP), SI
 `)
+	e.args("dst+0 DI", "x+8 SI")
 	sparseArgs(e)
 	e.loop("sr64", 64, "sr8")
 	e.zero("VXORPS", rng("Y", 0, 8)...)
@@ -247,9 +223,8 @@ sr8s:
 // multiple of 8, each a fused multiply-add as axpyAVX's (a nil w means
 // weights 1). Sixty-four columns of grad stay in Y0-Y7 across the edges.
 TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
-	MOVQ y+0(FP), DI
-	MOVQ grad+8(FP), SI
 `)
+	e.args("y+0 DI", "grad+8 SI")
 	sparseArgs(e)
 	e.loop("sc64", 64, "sc8")
 	e.ld("VMOVUPS", 8, 32, "(SI)", ys(0))
@@ -299,10 +274,9 @@ sc8n:
 // dst[p*16+j] = src[p*ld+j] for p < k, j < 16: a 16-column panel of an
 // untransposed B, two AVX moves per row.
 TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), R8
-	SHLQ $2, R8
+`)
+	e.args("dst+0 DI", "src+8 SI", "ld+16 R8")
+	e.t(`	SHLQ $2, R8
 	MOVQ k+24(FP), CX
 `)
 	e.loop("pr16", 2, "pr16one")
@@ -334,10 +308,7 @@ TEXT ·packRows16AVX(SB), NOSPLIT, $0-32
 // two panels, Z14-Z15 the broadcast elements of a. k must be at least 1.
 TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-88
 `)
-	gemmArgs(e, 6)
-	panels2(e, "6")
-	cArgs(e, false)
-	zGemm(6, "").emit(e)
+	zKernel(e, 6, "6", zGemm(6, ""))
 	e.t(`
 // func sgemmKernel12x32Z(k int, a *float32, lda, step int, b, c *float32, ldc int, add *float32, ldadd int, relu bool)
 //
@@ -345,21 +316,15 @@ TEXT ·sgemmKernel6x32Z(SB), NOSPLIT, $0-88
 // row of the two panels, Z26-Z27 the broadcast elements of a. Same bits.
 TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-88
 `)
-	gemmArgs(e, 12)
-	panels2(e, "12")
-	cArgs(e, true)
-	zGemm(12, "12").emit(e)
+	zKernel(e, 12, "12", zGemm(12, "12"))
 
 	e.t(`
 // func addAVX(dst, a, b *float32, n int)
 //
 // dst[i] = a[i] + b[i] for n a multiple of 8 (dst may be a or b).
 TEXT ·addAVX(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ a+8(FP), SI
-	MOVQ b+16(FP), DX
-	MOVQ n+24(FP), CX
 `)
+	e.args("dst+0 DI", "a+8 SI", "b+16 DX", "n+24 CX")
 	stream(e, "add32", "add8", "adddone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
 		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
 		e.add(n, a, "(DX)")
@@ -370,11 +335,8 @@ TEXT ·addAVX(SB), NOSPLIT, $0-32
 //
 // dst[i] += b[i] + c[i], the pair summed first, for n a multiple of 8.
 TEXT ·addPairAVX(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ b+8(FP), SI
-	MOVQ c+16(FP), DX
-	MOVQ n+24(FP), CX
 `)
+	e.args("dst+0 DI", "b+8 SI", "c+16 DX", "n+24 CX")
 	stream(e, "pair32", "pair8", "pairdone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
 		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
 		e.add(n, a, "(DX)")
@@ -386,10 +348,9 @@ TEXT ·addPairAVX(SB), NOSPLIT, $0-32
 //
 // dst[i] = max(dst[i] + src[i], 0) (Go's max) for n a multiple of 8.
 TEXT ·addReluAVX(SB), NOSPLIT, $0-24
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ n+16(FP), CX
-	VXORPS Y15, Y15, Y15
+`)
+	e.args("dst+0 DI", "src+8 SI", "n+16 CX")
+	e.t(`	VXORPS Y15, Y15, Y15
 `)
 	stream(e, "ar32", "ar8", "ardone", []string{"SI", "DI"}, func(n int, a addr) {
 		e.ld2("VMOVUPS", n, a, "(DI)", ys(0))
@@ -444,10 +405,8 @@ TEXT ·maxArgZ(SB), NOSPLIT, $0-36
 // Z0-Z3 hold the maximum, Z4-Z7 the argmax and Z8-Z11 the message, so
 // neither touches memory between rows.
 TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
-	MOVQ out+0(FP), DI
-	MOVQ arg+8(FP), R9
-	MOVQ x+16(FP), SI
 `)
+	e.args("out+0 DI", "arg+8 R9", "x+16 SI")
 	segmentArgs(e, 24)
 	e.loop("smblk", 64, "smdone")
 	startMax(e, "Z16", "row", "smload", "smrows")
@@ -559,14 +518,9 @@ rznext:
 // multiple of 64, each a fused multiply-add (the same bits; w nil:
 // weights 1). Per row and 64-column block, Z0-Z3 hold the gradient.
 TEXT ·spmmScatterRowsZ(SB), NOSPLIT, $0-64
-	MOVQ y+0(FP), DI
-	MOVQ grad+8(FP), SI
-	MOVQ ptr+16(FP), R8
-	MOVQ idx+24(FP), R12
-	MOVQ w+32(FP), R13
-	MOVQ rows+40(FP), R14
-	MOVQ stride+48(FP), R11
-	SHLQ $2, R11
+`)
+	e.args("y+0 DI", "grad+8 SI", "ptr+16 R8", "idx+24 R12", "w+32 R13", "rows+40 R14", "stride+48 R11")
+	e.t(`	SHLQ $2, R11
 	MOVL $0x3f800000, AX // 1.0
 	VMOVD AX, X8
 	VBROADCASTSS X8, Z8
@@ -611,11 +565,9 @@ sznextblk:
 // 16): each column's chain of additions in Go's order, its running sum in
 // a register (64 columns at a time, then 16) instead of stored per row.
 TEXT ·colSumZ(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ rows+16(FP), R8
-	MOVQ cols+24(FP), CX
-	MOVQ CX, R11
+`)
+	e.args("dst+0 DI", "src+8 SI", "rows+16 R8", "cols+24 CX")
+	e.t(`	MOVQ CX, R11
 	SHLQ $2, R11 // a row's bytes
 `)
 	e.loop("cs64", 64, "cs16")
@@ -660,9 +612,9 @@ cs16s:
 // check their indices against the row count with one comparison per
 // block of rows, eight at a time.
 TEXT ·maxUintZ(SB), NOSPLIT, $0-24
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
-	VPXORQ Z0, Z0, Z0
+`)
+	e.args("p+0 SI", "n+8 CX")
+	e.t(`	VPXORQ Z0, Z0, Z0
 	VPXORQ Z1, Z1, Z1
 `)
 	e.loop("mu16", 16, "mu8")
@@ -700,9 +652,9 @@ mudone:
 // The smallest p[i+1] − p[i] over i < n (p holds n+1 values; the largest
 // int for n = 0): a row pointer does not decrease where it is ≥ 0.
 TEXT ·minStepZ(SB), NOSPLIT, $0-24
-	MOVQ p+0(FP), SI
-	MOVQ n+8(FP), CX
-	MOVQ $0x7fffffffffffffff, AX
+`)
+	e.args("p+0 SI", "n+8 CX")
+	e.t(`	MOVQ $0x7fffffffffffffff, AX
 	VPBROADCASTQ AX, Z0
 `)
 	e.loop("ms8", 8, "mstail")
@@ -740,10 +692,8 @@ msdone:
 // 64-column block, Z0-Z3 hold the maximum, Z4-Z7 the argmax, Z8-Z11 a
 // message and Z12-Z23 the fd rows of w.
 TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
-	MOVQ out+0(FP), DI
-	MOVQ arg+8(FP), R9
-	MOVQ x+16(FP), SI
 `)
+	e.args("out+0 DI", "arg+8 R9", "x+16 SI")
 	edgeArgs(e, 24, 48, 64)
 	e.t(`	VPXORD Z24, Z24, Z24
 `)
@@ -888,14 +838,11 @@ bdonez1216:
 // rows of a product are four: the bits of the six-row kernels.
 TEXT ·sgemmKernel4x32Z(SB), NOSPLIT, $0-88
 `)
-	gemmArgs(e, 4)
-	panels2(e, "64")
-	cArgs(e, false)
 	g = zGemm(4, "4")
 	// The four-row kernel steps its pointers past rows 4 and 5 as the
 	// six-row one does: dead instructions, kept so the code is unchanged.
 	g.stores, g.walk = "storezs4", 6
-	g.emit(e)
+	zKernel(e, 4, "64", g)
 
 	e.t(`
 // func spmmRangeZ(o, x *float32, ptr, idx *int, w *float32, rows, stride, cols, mode int)
@@ -946,9 +893,8 @@ rrnow:
 	LEAQ (DI)(R11*1), DX
 	LEAQ (DX)(R11*1), AX
 	MOVQ AX, o+0(FP)
-	MOVQ x+8(FP), SI
-	MOVQ cols+56(FP), CX
 `)
+	e.args("x+8 SI", "cols+56 CX")
 	e.loop("rrblk", 64, "rrnext")
 	e.zero("VPXORD", rng("Z", 0, 8)...)
 	e.t(`	XORQ BX, BX
@@ -1024,12 +970,9 @@ rrstore:
 // float32 without fused multiply-adds, the denominator's square root and ε
 // in float64 then rounded to float32, and (if wd) the decay before the step.
 TEXT ·adamZ(SB), NOSPLIT, $0-73
-	MOVQ d+0(FP), DI
-	MOVQ m+8(FP), SI
-	MOVQ v+16(FP), R8
-	MOVQ grad+24(FP), R9
-	MOVQ n+32(FP), CX
-	VBROADCASTSS b1+40(FP), Z20
+`)
+	e.args("d+0 DI", "m+8 SI", "v+16 R8", "grad+24 R9", "n+32 CX")
+	e.t(`	VBROADCASTSS b1+40(FP), Z20
 	VBROADCASTSS c1+44(FP), Z21
 	VBROADCASTSS b2+48(FP), Z22
 	VBROADCASTSS c2+52(FP), Z23
@@ -1086,11 +1029,9 @@ adamnodecay:
 // polynomial, unfused as the Go compiler emits it by default; x itself for
 // ±0), so every result has its bits. c is tanhConsts (sgemm_amd64.go).
 TEXT ·tanhZ(SB), NOSPLIT, $0-32
-	MOVQ y+0(FP), DI
-	MOVQ x+8(FP), SI
-	MOVQ n+16(FP), CX
-	MOVQ c+24(FP), AX
-	MOVQ $0x8000000000000000, DX
+`)
+	e.args("y+0 DI", "x+8 SI", "n+16 CX", "c+24 AX")
+	e.t(`	MOVQ $0x8000000000000000, DX
 	VPBROADCASTQ DX, Z29 // the sign bit
 	MOVQ $0x7fffffffffffffff, DX
 	VPBROADCASTQ DX, Z31 // all but the sign bit
@@ -1177,10 +1118,9 @@ TEXT ·tanhZ(SB), NOSPLIT, $0-32
 // (sixteen rows loaded, four rounds of shuffles, sixteen rows stored).
 // Z0-Z15 hold the block's rows, Z16-Z31 the intermediate rounds.
 TEXT ·packTransposedZ(SB), NOSPLIT, $0-32
-	MOVQ dst+0(FP), DI
-	MOVQ src+8(FP), SI
-	MOVQ ld+16(FP), R8
-	SHLQ $2, R8 // a source row's bytes
+`)
+	e.args("dst+0 DI", "src+8 SI", "ld+16 R8")
+	e.t(`	SHLQ $2, R8 // a source row's bytes
 	MOVQ k+24(FP), CX
 	LEAQ (R8)(R8*2), R9 // three rows
 	LEAQ (SI)(R8*4), R10 // row 4
@@ -1516,4 +1456,12 @@ func wRows(e *emitter, slot, done string, store bool) {
 		}
 	})
 	e.label(done)
+}
+
+// zKernel writes an AVX-512 gemm kernel over b's two panels, rows deep.
+func zKernel(e *emitter, rows int, suf string, g *gemm) {
+	gemmArgs(e, rows)
+	panels2(e, suf)
+	cArgs(e, rows == 12)
+	g.emit(e)
 }
