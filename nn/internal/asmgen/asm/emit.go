@@ -148,3 +148,14 @@ func (e *emitter) lanes8(loop, done, body string, ptrs ...string) {
 	e.next(loop, 8, 32, ptrs...)
 	e.ret(done)
 }
+
+// count is a loop at label over i from its value up to n, leaving for
+// out: body, then i incremented.
+func (e *emitter) count(label, i, n, out string, body func()) {
+	e.label(label)
+	e.i("CMPQ", i, n)
+	e.i("JGE", out)
+	body()
+	e.i("INCQ", i)
+	e.i("JMP", label)
+}

@@ -183,38 +183,21 @@ TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
 `)
 	e.args("dst+0 DI", "x+8 SI")
 	sparseArgs(e)
-	e.loop("sr64", 64, "sr8")
-	e.zero("VXORPS", rng("Y", 0, 8)...)
-	e.t(`	XORQ BX, BX
-sr64e:
-	CMPQ BX, R10
-	JGE sr64s
-`)
-	entry(e, "sr64f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
-	for j := range 8 {
-		e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
+	// Sixty-four columns in Y0-Y7 while they last, then eight in Y0.
+	for _, w := range widths("sr", "srdone") {
+		e.loop(w.l, 8*w.n, w.out)
+		e.zero("VXORPS", rng("Y", 0, w.n)...)
+		e.i("XORQ", "BX", "BX")
+		e.count(w.l+"e", "BX", "R10", w.l+"s", func() {
+			entry(e, w.l+"f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
+			for j := range w.n {
+				e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
+			}
+		})
+		e.label(w.l + "s")
+		e.st("VMOVUPS", w.n, 32, ys(0), "(DI)")
+		e.next(w.l, 8*w.n, 32*w.n, "DI", "SI")
 	}
-	e.t(`	INCQ BX
-	JMP sr64e
-sr64s:
-`)
-	e.st("VMOVUPS", 8, 32, ys(0), "(DI)")
-	e.next("sr64", 64, 256, "DI", "SI")
-	e.loop("sr8", 8, "srdone")
-	e.t(`	VXORPS Y0, Y0, Y0
-	XORQ BX, BX
-sr8e:
-	CMPQ BX, R10
-	JGE sr8s
-`)
-	entry(e, "sr8f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
-	e.t(`	VFMADD231PS 0(AX), Y8, Y0
-	INCQ BX
-	JMP sr8e
-sr8s:
-	VMOVUPS Y0, 0(DI)
-`)
-	e.next("sr8", 8, 32, "DI", "SI")
 	e.ret("srdone")
 	e.t(`
 // func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
@@ -226,47 +209,29 @@ TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
 `)
 	e.args("y+0 DI", "grad+8 SI")
 	sparseArgs(e)
-	e.loop("sc64", 64, "sc8")
-	e.ld("VMOVUPS", 8, 32, "(SI)", ys(0))
-	e.t(`	XORQ BX, BX
-sc64e:
-	CMPQ BX, R10
-	JGE sc64n
-`)
-	entry(e, "sc64f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
-	// Four columns at a time through Y9-Y12: y += w·grad, fused.
-	for h := range 2 {
-		for j := range 4 {
-			e.i("VMOVAPS", y(4*h+j), y(9+j))
-		}
-		for j := range 4 {
-			e.i("VFMADD213PS", at(128*h+32*j, "(AX)"), "Y8", y(9+j))
-		}
-		for j := range 4 {
-			e.i("VMOVUPS", y(9+j), at(128*h+32*j, "(AX)"))
-		}
+	for _, w := range widths("sc", "scdone") {
+		e.loop(w.l, 8*w.n, w.out)
+		e.ld("VMOVUPS", w.n, 32, "(SI)", ys(0))
+		e.i("XORQ", "BX", "BX")
+		e.count(w.l+"e", "BX", "R10", w.l+"n", func() {
+			entry(e, w.l+"f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
+			// Four columns at a time through Y9-Y12: y += w·grad, fused.
+			for h := 0; h < w.n; h += 4 {
+				m := min(w.n, 4)
+				for j := range m {
+					e.i("VMOVAPS", y(h+j), y(9+j))
+				}
+				for j := range m {
+					e.i("VFMADD213PS", at(32*(h+j), "(AX)"), "Y8", y(9+j))
+				}
+				for j := range m {
+					e.i("VMOVUPS", y(9+j), at(32*(h+j), "(AX)"))
+				}
+			}
+		})
+		e.label(w.l + "n")
+		e.next(w.l, 8*w.n, 32*w.n, "DI", "SI")
 	}
-	e.t(`	INCQ BX
-	JMP sc64e
-sc64n:
-`)
-	e.next("sc64", 64, 256, "DI", "SI")
-	e.loop("sc8", 8, "scdone")
-	e.t(`	VMOVUPS 0(SI), Y0
-	XORQ BX, BX
-sc8e:
-	CMPQ BX, R10
-	JGE sc8n
-`)
-	entry(e, "sc8f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
-	e.t(`	VMOVAPS Y0, Y9
-	VFMADD213PS 0(AX), Y8, Y9
-	VMOVUPS Y9, 0(AX)
-	INCQ BX
-	JMP sc8e
-sc8n:
-`)
-	e.next("sc8", 8, 32, "DI", "SI")
 	e.ret("scdone")
 	e.t(`
 // func packRows16AVX(dst, src *float32, ld, k int)
@@ -570,40 +535,22 @@ TEXT ·colSumZ(SB), NOSPLIT, $0-32
 	e.t(`	MOVQ CX, R11
 	SHLQ $2, R11 // a row's bytes
 `)
-	e.loop("cs64", 64, "cs16")
-	e.ld("VMOVUPS", 4, 64, "(DI)", zs(0))
-	e.t(`	MOVQ SI, AX
-	MOVQ R8, BX
-cs64r:
-	TESTQ BX, BX
-	JZ cs64s
-`)
-	for j := range 4 {
-		e.i("VADDPS", at(64*j, "(AX)"), z(j), z(j))
+	for _, w := range []width{{"cs64", "cs16", 4}, {"cs16", "csdone", 1}} {
+		e.loop(w.l, 16*w.n, w.out)
+		e.ld("VMOVUPS", w.n, 64, "(DI)", zs(0))
+		e.t("\tMOVQ SI, AX\n\tMOVQ R8, BX\n")
+		e.label(w.l + "r")
+		e.i("TESTQ", "BX", "BX")
+		e.i("JZ", w.l+"s")
+		for j := range w.n {
+			e.i("VADDPS", at(64*j, "(AX)"), z(j), z(j))
+		}
+		e.t("\tADDQ R11, AX\n\tDECQ BX\n")
+		e.i("JMP", w.l+"r")
+		e.label(w.l + "s")
+		e.st("VMOVUPS", w.n, 64, zs(0), "(DI)")
+		e.next(w.l, 16*w.n, 64*w.n, "DI", "SI")
 	}
-	e.t(`	ADDQ R11, AX
-	DECQ BX
-	JMP cs64r
-cs64s:
-`)
-	e.st("VMOVUPS", 4, 64, zs(0), "(DI)")
-
-	e.next("cs64", 64, 256, "DI", "SI")
-	e.loop("cs16", 16, "csdone")
-	e.t(`	VMOVUPS 0(DI), Z0
-	MOVQ SI, AX
-	MOVQ R8, BX
-cs16r:
-	TESTQ BX, BX
-	JZ cs16s
-	VADDPS 0(AX), Z0, Z0
-	ADDQ R11, AX
-	DECQ BX
-	JMP cs16r
-cs16s:
-	VMOVUPS Z0, 0(DI)
-`)
-	e.next("cs16", 16, 64, "DI", "SI")
 	e.ret("csdone")
 	e.t(`
 // func maxUintZ(p *int, n int) uint
@@ -1464,4 +1411,17 @@ func zKernel(e *emitter, rows int, suf string, g *gemm) {
 	panels2(e, suf)
 	cArgs(e, rows == 12)
 	g.emit(e)
+}
+
+// width is one of a kernel's loops: its label, where it leaves for and
+// how many registers of columns it holds.
+type width struct {
+	l, out string
+	n      int
+}
+
+// widths are the AVX sparse kernels' two loops, 64 columns (eight
+// registers) then eight (one), labels p64 and p8.
+func widths(p, done string) []width {
+	return []width{{p + "64", p + "8", 8}, {p + "8", done, 1}}
 }
