@@ -73,12 +73,12 @@ type Actor struct {
 	// publishWarnEvery is enough to say so.
 	publishFails int
 	publishWarn  time.Time
-	episode   uint64
-	seg       Segment
-	one       Samples
-	buf       []byte
-	segments  uint64
-	ahead     int // segments published since the version last changed (MaxAhead)
+	episode      uint64
+	seg          Segment
+	one          Samples
+	buf          []byte
+	segments     uint64
+	ahead        int // segments published since the version last changed (MaxAhead)
 
 	// Steps counts decisions taken.
 	Steps uint64

@@ -15,7 +15,9 @@ import (
 // gone does.
 type failingSink struct{ transport.ActorTransport }
 
-func (failingSink) PublishSegment(uint64, []byte) error { return errors.New("nats: outbound buffer limit exceeded") }
+func (failingSink) PublishSegment(uint64, []byte) error {
+	return errors.New("nats: outbound buffer limit exceeded")
+}
 
 // A broker that is gone fails every publish: the actor warns once per
 // publishWarnEvery with the count, not once per segment.
