@@ -415,11 +415,7 @@ smmax:
 smstore:
 `)
 	storeMax(e, "smnext")
-
-	e.t(`smnext:
-`)
-	e.next("smblk", 64, 256, "R15")
-	e.ret("smdone")
+	blockEnd(e, "smnext", "smblk", "smdone")
 	e.t(`
 // func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
 //
@@ -469,10 +465,8 @@ rzskip:
 	VPADDD Z17, Z16, Z16
 	INCQ BX
 	JMP rzrow
-rznext:
 `)
-	e.next("rzblk", 64, 256, "R15")
-	e.ret("rzdone")
+	blockEnd(e, "rznext", "rzblk", "rzdone")
 	e.t(`
 // func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
 //
@@ -580,20 +574,8 @@ mutail:
 	// The horizontal maximum of Z0's eight lanes, then the last n < 8.
 `)
 	fold(e, "VPMAXUQ")
-	e.t(`mutl:
-	TESTQ CX, CX
-	JZ mudone
-	MOVQ (SI), DX
-	CMPQ DX, AX
-	CMOVQHI DX, AX
-	ADDQ $8, SI
-	DECQ CX
-	JMP mutl
-mudone:
-	VZEROUPPER
-	MOVQ AX, ret+16(FP)
-	RET
-
+	scanTail(e, "mutl", "mudone", "CMOVQHI", "\tMOVQ (SI), DX\n")
+	e.t(`
 // func minStepZ(p *int, n int) int
 //
 // The smallest p[i+1] − p[i] over i < n (p holds n+1 values; the largest
@@ -613,21 +595,8 @@ TEXT ·minStepZ(SB), NOSPLIT, $0-24
 	e.t(`mstail:
 `)
 	fold(e, "VPMINSQ")
-	e.t(`mstl:
-	TESTQ CX, CX
-	JZ msdone
-	MOVQ 8(SI), DX
-	SUBQ (SI), DX
-	CMPQ DX, AX
-	CMOVQLT DX, AX
-	ADDQ $8, SI
-	DECQ CX
-	JMP mstl
-msdone:
-	VZEROUPPER
-	MOVQ AX, ret+16(FP)
-	RET
-
+	scanTail(e, "mstl", "msdone", "CMOVQLT", "\tMOVQ 8(SI), DX\n\tSUBQ (SI), DX\n")
+	e.t(`
 // func edgeMaxZ(out *float32, arg *int32, x *float32, src *int, feat *float32, w *float32, n int, e int32, fresh bool, fd, stride, cols int)
 //
 // EdgeMax's messages of n edges (numbered e, e+1, ...; edge r's source
@@ -688,11 +657,7 @@ emedge:
 emstore:
 `)
 	storeMax(e, "emnext")
-
-	e.t(`emnext:
-`)
-	e.next("emblk", 64, 256, "R15")
-	e.ret("emdone")
+	blockEnd(e, "emnext", "emblk", "emdone")
 	e.t(`
 // func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
 //
@@ -848,37 +813,18 @@ rrnow:
 	MOVQ R14, R10
 	CMPQ R15, R10
 	CMOVQLT R15, R10 // min(n1, n2): entries both rows have
-rrboth:
-	CMPQ BX, R10
-	JGE rrone
 `)
-	entry(e, "rrb1", "R9", "Z8", "R8", "BX", "AX", "SI", false)
-	rangeFMA(e, "Z8", 0)
-	entry(e, "rrb2", "R13", "Z9", "R12", "BX", "AX", "SI", false)
-	rangeFMA(e, "Z9", 4)
-	e.t(`	INCQ BX
-	JMP rrboth
-rrone:
-	MOVQ BX, R10 // where row 2 resumes
-rrone1:
-	CMPQ BX, R14
-	JGE rrtwo
-`)
-	entry(e, "rro1", "R9", "Z8", "R8", "BX", "AX", "SI", false)
-	rangeFMA(e, "Z8", 0)
-	e.t(`	INCQ BX
-	JMP rrone1
-rrtwo:
-	MOVQ R10, BX
-rrtwo1:
-	CMPQ BX, R15
-	JGE rrstore
-`)
-	entry(e, "rro2", "R13", "Z9", "R12", "BX", "AX", "SI", false)
-	rangeFMA(e, "Z9", 4)
-	e.t(`	INCQ BX
-	JMP rrtwo1
-rrstore:
+	e.count("rrboth", "BX", "R10", "rrone", func() {
+		rangeRow(e, 0, "rrb1")
+		rangeRow(e, 1, "rrb2")
+	})
+	e.label("rrone")
+	e.ic("where row 2 resumes", "MOVQ", "BX", "R10")
+	e.count("rrone1", "BX", "R14", "rrtwo", func() { rangeRow(e, 0, "rro1") })
+	e.label("rrtwo")
+	e.i("MOVQ", "R10", "BX")
+	e.count("rrtwo1", "BX", "R15", "rrstore", func() { rangeRow(e, 1, "rro2") })
+	e.t(`rrstore:
 	MOVQ mode+64(FP), AX
 	TESTQ AX, AX
 	JZ rrput
@@ -1177,11 +1123,14 @@ func features(e *emitter, done string, body func(f int)) {
 	}
 }
 
-// rangeFMA adds an entry of x (at AX), times the weight w, into one of
-// spmmRangeZ's two rows of sums, Z(r0)-Z(r0+3).
-func rangeFMA(e *emitter, w string, r0 int) {
+// rangeRow adds an entry of row r (0 or 1) of spmmRangeZ's pair, times
+// its weight, into the row's sums, Z(4r)-Z(4r+3): row 0's entries are
+// in R8 and R9, its weight in Z8, row 1's in R12, R13 and Z9.
+func rangeRow(e *emitter, r int, skip string) {
+	w := z(8 + r)
+	entry(e, skip, []string{"R9", "R13"}[r], w, []string{"R8", "R12"}[r], "BX", "AX", "SI", false)
 	for j := range 4 {
-		e.i("VFMADD231PS", at(64*j, "(AX)"), w, z(r0+j))
+		e.i("VFMADD231PS", at(64*j, "(AX)"), w, z(4*r+j))
 	}
 }
 
@@ -1424,4 +1373,27 @@ type width struct {
 // registers) then eight (one), labels p64 and p8.
 func widths(p, done string) []width {
 	return []width{{p + "64", p + "8", 8}, {p + "8", done, 1}}
+}
+
+// blockEnd steps R15 to the next 64-column block at next, back to blk,
+// and exits at done.
+func blockEnd(e *emitter, next, blk, done string) {
+	e.label(next)
+	e.next(blk, 64, 256, "R15")
+	e.ret(done)
+}
+
+// scanTail takes the last CX < 8 quadwords at SI, each read by load into
+// DX, into AX by the conditional move cmov, and returns AX.
+func scanTail(e *emitter, loop, done, cmov, load string) {
+	e.label(loop)
+	e.i("TESTQ", "CX", "CX")
+	e.i("JZ", done)
+	e.t(load)
+	e.i("CMPQ", "DX", "AX")
+	e.i(cmov, "DX", "AX")
+	e.t("\tADDQ $8, SI\n\tDECQ CX\n")
+	e.i("JMP", loop)
+	e.label(done)
+	e.t("\tVZEROUPPER\n\tMOVQ AX, ret+16(FP)\n\tRET\n")
 }
