@@ -379,21 +379,15 @@ TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
 smrow:
 	CMPQ BX, R14
 	JGE smstore
-	MOVQ (R8)(BX*8), AX // the row's first entry
-	MOVQ 8(R8)(BX*8), DX // and its end
 `)
+	rowSpan(e)
 	e.zero("VPXORD", rng("Z", 8, 4)...)
-	e.t(`smentry:
-	CMPQ AX, DX
-	JGE smmax
-`)
-	entry(e, "smw1", "R13", "Z12", "R12", "AX", "R10", "SI", true)
-	for j := range 4 {
-		e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
-	}
-	e.t(`	INCQ AX
-	JMP smentry
-smmax:
+	entries(e, "smentry", "smmax", "smw1", "Z12", "SI", func() {
+		for j := range 4 {
+			e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
+		}
+	})
+	e.t(`smmax:
 	// maxArgZ's steps on each 16-lane group, in registers: the argmax
 	// where the message is larger (GT_OQ), then max with GOMAX's rules, a
 	// NaN in out put back. maxArgZ's tie step (out AND row, for +0 against
@@ -412,10 +406,8 @@ smmax:
 	e.t(`	VPADDD Z17, Z16, Z16
 	INCQ BX
 	JMP smrow
-smstore:
 `)
-	storeMax(e, "smnext")
-	blockEnd(e, "smnext", "smblk", "smdone")
+	endMax(e, "smstore", "smnext", "smblk", "smdone")
 	e.t(`
 // func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
 //
@@ -443,25 +435,19 @@ rzrow:
 	JGE rznext
 `)
 	argCols(e, "Z16", "rzskip", "row")
-	e.t(`	MOVQ (R8)(BX*8), AX // the row's first entry
-	MOVQ 8(R8)(BX*8), DX // and its end
-rzentry:
-	CMPQ AX, DX
-	JGE rzskip
-`)
-	entry(e, "rzw1", "R13", "Z12", "R12", "AX", "R10", "DI", true)
-	for j := range 4 {
-		e.i("VMULPS", z(j), "Z12", z(20+j))
-	}
-	for j := range 4 {
-		e.i("VADDPS", at(64*j, "(R10)"), z(20+j), z(20+j))
-	}
-	for j := range 4 {
-		e.i("VMOVUPS", z(20+j), k(1+j), at(64*j, "(R10)"))
-	}
-	e.t(`	INCQ AX
-	JMP rzentry
-rzskip:
+	rowSpan(e)
+	entries(e, "rzentry", "rzskip", "rzw1", "Z12", "DI", func() {
+		for j := range 4 {
+			e.i("VMULPS", z(j), "Z12", z(20+j))
+		}
+		for j := range 4 {
+			e.i("VADDPS", at(64*j, "(R10)"), z(20+j), z(20+j))
+		}
+		for j := range 4 {
+			e.i("VMOVUPS", z(20+j), k(1+j), at(64*j, "(R10)"))
+		}
+	})
+	e.t(`rzskip:
 	VPADDD Z17, Z16, Z16
 	INCQ BX
 	JMP rzrow
@@ -492,23 +478,17 @@ szrow:
 `)
 	e.loop("szblk", 64, "sznextrow")
 	e.ld("VMOVUPS", 4, 64, "(SI)(R15*1)", zs(0))
-	e.t(`	MOVQ (R8)(BX*8), AX // the row's first entry
-	MOVQ 8(R8)(BX*8), DX // and its end
-szentry:
-	CMPQ AX, DX
-	JGE sznextblk
-`)
-	entry(e, "szw1", "R13", "Z8", "R12", "AX", "R10", "DI", true)
-	for j := range 4 {
-		e.i("VMOVAPS", z(j), z(9+j))
-	}
-	for j := range 4 {
-		e.i("VFMADD213PS", at(64*j, "(R10)"), "Z8", z(9+j))
-	}
-	e.st("VMOVUPS", 4, 64, zs(9), "(R10)")
-	e.t(`	INCQ AX
-	JMP szentry
-sznextblk:
+	rowSpan(e)
+	entries(e, "szentry", "sznextblk", "szw1", "Z8", "DI", func() {
+		for j := range 4 {
+			e.i("VMOVAPS", z(j), z(9+j))
+		}
+		for j := range 4 {
+			e.i("VFMADD213PS", at(64*j, "(R10)"), "Z8", z(9+j))
+		}
+		e.st("VMOVUPS", 4, 64, zs(9), "(R10)")
+	})
+	e.t(`sznextblk:
 `)
 	e.next("szblk", 64, 256, "R15")
 	e.t(`sznextrow:
@@ -654,10 +634,8 @@ emedge:
 	VPADDD Z27, Z26, Z26
 	INCQ DX
 	JMP emedge
-emstore:
 `)
-	storeMax(e, "emnext")
-	blockEnd(e, "emnext", "emblk", "emdone")
+	endMax(e, "emstore", "emnext", "emblk", "emdone")
 	e.t(`
 // func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
 //
@@ -1396,4 +1374,28 @@ func scanTail(e *emitter, loop, done, cmov, load string) {
 	e.i("JMP", loop)
 	e.label(done)
 	e.t("\tVZEROUPPER\n\tMOVQ AX, ret+16(FP)\n\tRET\n")
+}
+
+// endMax stores the block's maximum and argmax at store and ends the
+// block.
+func endMax(e *emitter, store, next, blk, done string) {
+	e.label(store)
+	storeMax(e, next)
+	blockEnd(e, next, blk, done)
+}
+
+// rowSpan sets AX and DX to the first and end entry of row BX of ptr (R8).
+func rowSpan(e *emitter) {
+	e.ic("the row's first entry", "MOVQ", "(R8)(BX*8)", "AX")
+	e.ic("and its end", "MOVQ", "8(R8)(BX*8)", "DX")
+}
+
+// entries loops over a row's entries AX < DX, leaving for out: for each,
+// R10 points at its row of x or y (base plus the block offset), its
+// weight in wreg, then body.
+func entries(e *emitter, label, out, skip, wreg, base string, body func()) {
+	e.count(label, "AX", "DX", out, func() {
+		entry(e, skip, "R13", wreg, "R12", "AX", "R10", base, true)
+		body()
+	})
 }
