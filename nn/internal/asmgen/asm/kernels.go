@@ -466,10 +466,9 @@ TEXT ·spmmScatterRowsZ(SB), NOSPLIT, $0-64
 `)
 	e.args("y+0 DI", "grad+8 SI", "ptr+16 R8", "idx+24 R12", "w+32 R13", "rows+40 R14", "stride+48 R11")
 	e.t(`	SHLQ $2, R11
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X8
-	VBROADCASTSS X8, Z8
-	XORQ BX, BX // row
+`)
+	one(e, 8, "Z8", "1.0")
+	e.t(`	XORQ BX, BX // row
 szrow:
 	CMPQ BX, R14
 	JGE szdone
@@ -749,10 +748,9 @@ TEXT ·sgemmKernel4x32Z(SB), NOSPLIT, $0-88
 TEXT ·spmmRangeZ(SB), NOSPLIT, $0-72
 	MOVQ stride+48(FP), R11
 	SHLQ $2, R11
-	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X10
-	VBROADCASTSS X10, Z10
-	VMOVAPS Z10, Z8
+`)
+	one(e, 10, "Z10", "1.0")
+	e.t(`	VMOVAPS Z10, Z8
 	VMOVAPS Z10, Z9
 rrpair:
 	MOVQ rows+40(FP), AX
@@ -1235,10 +1233,7 @@ func stream(e *emitter, wide, narrow, done string, ptrs []string, body func(n in
 func sparseArgs(e *emitter) {
 	e.args("idx+16 R8", "w+24 R9", "n+32 R10")
 	colArgs(e, 40, 48, false)
-	e.t(`	MOVL $0x3f800000, AX // 1.0
-	VMOVD AX, X8
-	VBROADCASTSS X8, Y8
-`)
+	one(e, 8, "Y8", "1.0")
 }
 
 // segmentArgs loads a segment's ptr (R8), idx (R12), w (R13) and n (R14),
@@ -1250,10 +1245,7 @@ func segmentArgs(e *emitter, ptr int) {
 		e.args(fmt.Sprintf("%s+%d %s", f[0], ptr+8*j, f[1]))
 	}
 	colArgs(e, ptr+40, ptr+48, true)
-	e.t(`	MOVL $0x3f800000, AX // 1.0, the weight when w is nil
-	VMOVD AX, X12
-	VBROADCASTSS X12, Z12
-`)
+	one(e, 12, "Z12", "1.0, the weight when w is nil")
 	bcast(e, "1", "Z17")
 }
 
@@ -1398,4 +1390,11 @@ func entries(e *emitter, label, out, skip, wreg, base string, body func()) {
 		entry(e, skip, "R13", wreg, "R12", "AX", "R10", base, true)
 		body()
 	})
+}
+
+// one broadcasts 1.0 into reg through Xx, the comment saying what for.
+func one(e *emitter, x int, reg, comment string) {
+	e.ic(comment, "MOVL", "$0x3f800000", "AX")
+	e.i("VMOVD", "AX", fmt.Sprintf("X%d", x))
+	e.i("VBROADCASTSS", fmt.Sprintf("X%d", x), reg)
 }
