@@ -1,9 +1,6 @@
 package asm
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // kernels writes the file, kernel by kernel in its order.
 func kernels(e *emitter) {
@@ -1240,9 +1237,8 @@ func sparseArgs(e *emitter) {
 // from the slot ptr on, the stride and cols after them, and sets Z12 to
 // 1.0 and Z17 to 1, the step between row numbers.
 func segmentArgs(e *emitter, ptr int) {
-	for j, a := range []string{"ptr R8", "idx R12", "w R13", "n R14"} {
-		f := strings.Fields(a)
-		e.args(fmt.Sprintf("%s+%d %s", f[0], ptr+8*j, f[1]))
+	for j, a := range [][2]string{{"ptr", "R8"}, {"idx", "R12"}, {"w", "R13"}, {"n", "R14"}} {
+		e.i("MOVQ", fmt.Sprintf("%s+%d(FP)", a[0], ptr+8*j), a[1])
 	}
 	colArgs(e, ptr+40, ptr+48, true)
 	one(e, 12, "Z12", "1.0, the weight when w is nil")
