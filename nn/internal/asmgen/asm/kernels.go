@@ -372,38 +372,33 @@ TEXT ·spmmMaxArgZ(SB), NOSPLIT, $0-80
 	segmentArgs(e, 24)
 	e.loop("smblk", 64, "smdone")
 	startMax(e, "Z16", "row", "smload", "smrows")
-	e.t(`	XORQ BX, BX
-smrow:
-	CMPQ BX, R14
-	JGE smstore
-`)
-	rowSpan(e)
-	e.zero("VPXORD", rng("Z", 8, 4)...)
-	entries(e, "smentry", "smmax", "smw1", "Z12", "SI", func() {
-		for j := range 4 {
-			e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
-		}
-	})
-	e.t(`smmax:
+	e.i("XORQ", "BX", "BX")
+	e.count("smrow", "BX", "R14", "smstore", func() {
+		rowSpan(e)
+		e.zero("VPXORD", rng("Z", 8, 4)...)
+		entries(e, "smentry", "smmax", "smw1", "Z12", "SI", func() {
+			for j := range 4 {
+				e.i("VFMADD231PS", at(64*j, "(R10)"), "Z12", z(8+j))
+			}
+		})
+		e.t(`smmax:
 	// maxArgZ's steps on each 16-lane group, in registers: the argmax
 	// where the message is larger (GT_OQ), then max with GOMAX's rules, a
 	// NaN in out put back. maxArgZ's tie step (out AND row, for +0 against
 	// −0) is left out: a message is a sum of products added to +0, which
 	// is never −0, and the maximum only ever holds −∞ or messages.
 `)
-	for j := range 4 {
-		ka, kb := k(1+3*(j%2)), k(3+3*(j%2)) // K1, K3 or K4, K6
-		e.i("VCMPPS", "$30", z(j), z(8+j), ka)
-		e.i("VCMPPS", "$3", z(j), z(j), kb)
-		e.i("VMOVDQA32", "Z16", ka, z(4+j))
-		e.i("VMAXPS", z(8+j), z(j), z(20+j))
-		e.i("VMOVAPS", z(j), kb, z(20+j))
-		e.i("VMOVAPS", z(20+j), z(j))
-	}
-	e.t(`	VPADDD Z17, Z16, Z16
-	INCQ BX
-	JMP smrow
-`)
+		for j := range 4 {
+			ka, kb := k(1+3*(j%2)), k(3+3*(j%2)) // K1, K3 or K4, K6
+			e.i("VCMPPS", "$30", z(j), z(8+j), ka)
+			e.i("VCMPPS", "$3", z(j), z(j), kb)
+			e.i("VMOVDQA32", "Z16", ka, z(4+j))
+			e.i("VMAXPS", z(8+j), z(j), z(20+j))
+			e.i("VMOVAPS", z(j), kb, z(20+j))
+			e.i("VMOVAPS", z(20+j), z(j))
+		}
+		e.i("VPADDD", "Z17", "Z16", "Z16")
+	})
 	endMax(e, "smstore", "smnext", "smblk", "smdone")
 	e.t(`
 // func spmmRouteZ(ga, grad *float32, arg *int32, out *float32, ptr, idx *int, w *float32, n int, e int32, stride, cols int)
@@ -427,28 +422,24 @@ TEXT ·spmmRouteZ(SB), NOSPLIT, $0-88
 	e.t(`	MOVL e+64(FP), AX
 	VPBROADCASTD AX, Z16 // the row's number
 	XORQ BX, BX
-rzrow:
-	CMPQ BX, R14
-	JGE rznext
 `)
-	argCols(e, "Z16", "rzskip", "row")
-	rowSpan(e)
-	entries(e, "rzentry", "rzskip", "rzw1", "Z12", "DI", func() {
-		for j := range 4 {
-			e.i("VMULPS", z(j), "Z12", z(20+j))
-		}
-		for j := range 4 {
-			e.i("VADDPS", at(64*j, "(R10)"), z(20+j), z(20+j))
-		}
-		for j := range 4 {
-			e.i("VMOVUPS", z(20+j), k(1+j), at(64*j, "(R10)"))
-		}
+	e.count("rzrow", "BX", "R14", "rznext", func() {
+		argCols(e, "Z16", "rzskip", "row")
+		rowSpan(e)
+		entries(e, "rzentry", "rzskip", "rzw1", "Z12", "DI", func() {
+			for j := range 4 {
+				e.i("VMULPS", z(j), "Z12", z(20+j))
+			}
+			for j := range 4 {
+				e.i("VADDPS", at(64*j, "(R10)"), z(20+j), z(20+j))
+			}
+			for j := range 4 {
+				e.i("VMOVUPS", z(20+j), k(1+j), at(64*j, "(R10)"))
+			}
+		})
+		e.label("rzskip")
+		e.i("VPADDD", "Z17", "Z16", "Z16")
 	})
-	e.t(`rzskip:
-	VPADDD Z17, Z16, Z16
-	INCQ BX
-	JMP rzrow
-`)
 	blockEnd(e, "rznext", "rzblk", "rzdone")
 	e.t(`
 // func spmmScatterRowsZ(y, grad *float32, ptr, idx *int, w *float32, rows, stride, cols int)
@@ -595,42 +586,36 @@ TEXT ·edgeMaxZ(SB), NOSPLIT, $0-88
 	startMax(e, "Z26", "edge", "emload", "emedges")
 	e.t(`	MOVQ feat+32(FP), R10
 	XORQ DX, DX
-emedge:
-	CMPQ DX, R14
-	JGE emstore
-	MOVQ (R8)(DX*8), AX
-	IMULQ R11, AX
-	ADDQ SI, AX
-	ADDQ R15, AX
-	// +0 + x_src: the sparse product's sum starts at +0, and its weight 1
+`)
+	e.count("emedge", "DX", "R14", "emstore", func() {
+		rowOf(e, "R8", "DX", "AX", "SI", true)
+		e.t(`	// +0 + x_src: the sparse product's sum starts at +0, and its weight 1
 	// times x_src is exact.
 `)
-	for j := range 4 {
-		e.i("VADDPS", at(64*j, "(AX)"), "Z24", z(8+j))
-	}
-	features(e, "emmax", func(f int) {
-		e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z25")
 		for j := range 4 {
-			e.i("VFMADD231PS", z(12+4*f+j), "Z25", z(8+j))
+			e.i("VADDPS", at(64*j, "(AX)"), "Z24", z(8+j))
 		}
-	})
-	e.t(`emmax:
+		features(e, "emmax", func(f int) {
+			e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z25")
+			for j := range 4 {
+				e.i("VFMADD231PS", z(12+4*f+j), "Z25", z(8+j))
+			}
+		})
+		e.t(`emmax:
 	// spmmMaxArgZ's steps: the argmax where the message is larger
 	// (GT_OQ); then, where the maximum is not NaN (ORD), the maximum with
 	// Intel's rules (the message where either is NaN), in place.
 `)
-	for j := range 4 {
-		ka, kb := k(1+2*(j%2)), k(2+2*(j%2)) // K1, K2 or K3, K4
-		e.i("VCMPPS", "$30", z(j), z(8+j), ka)
-		e.i("VMOVDQA32", "Z26", ka, z(4+j))
-		e.i("VCMPPS", "$7", z(j), z(j), kb)
-		e.i("VMAXPS", z(8+j), z(j), kb, z(j))
-	}
-	e.t(`	ADDQ R13, R10
-	VPADDD Z27, Z26, Z26
-	INCQ DX
-	JMP emedge
-`)
+		for j := range 4 {
+			ka, kb := k(1+2*(j%2)), k(2+2*(j%2)) // K1, K2 or K3, K4
+			e.i("VCMPPS", "$30", z(j), z(8+j), ka)
+			e.i("VMOVDQA32", "Z26", ka, z(4+j))
+			e.i("VCMPPS", "$7", z(j), z(j), kb)
+			e.i("VMAXPS", z(8+j), z(j), kb, z(j))
+		}
+		e.t("\tADDQ R13, R10\n")
+		e.i("VPADDD", "Z27", "Z26", "Z26")
+	})
 	endMax(e, "emstore", "emnext", "emblk", "emdone")
 	e.t(`
 // func edgeRouteZ(gx, gw, grad *float32, arg *int32, out *float32, src *int, feat *float32, n int, e int32, fd, stride, cols int)
@@ -657,40 +642,32 @@ TEXT ·edgeRouteZ(SB), NOSPLIT, $0-96
 	VPBROADCASTD AX, Z24 // the edge's number
 	MOVQ feat+48(FP), R10
 	XORQ DX, DX
-eredge:
-	CMPQ DX, R14
-	JGE erstore
 `)
-	argCols(e, "Z24", "erskip", "edge")
-	e.t(`	MOVQ (R8)(DX*8), AX
-	IMULQ R11, AX
-	ADDQ DI, AX
-	ADDQ R15, AX
-	// 1·grad is grad: the source row's sum, as spmmRouteZ's.
-`)
-	for j := range 4 {
-		e.i("VADDPS", at(64*j, "(AX)"), z(j), z(8+j))
-	}
-	for j := range 4 {
-		e.i("VMOVUPS", z(8+j), k(1+j), at(64*j, "(AX)"))
-	}
-	features(e, "erskip", func(f int) {
-		e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z27")
+	e.count("eredge", "DX", "R14", "erstore", func() {
+		argCols(e, "Z24", "erskip", "edge")
+		rowOf(e, "R8", "DX", "AX", "DI", true)
+		e.t("\t// 1·grad is grad: the source row's sum, as spmmRouteZ's.\n")
 		for j := range 4 {
-			e.i("VMULPS", z(j), "Z27", z(28+j))
+			e.i("VADDPS", at(64*j, "(AX)"), z(j), z(8+j))
 		}
 		for j := range 4 {
-			w := z(12 + 4*f + j)
-			e.i("VADDPS", w, z(28+j), k(1+j), w)
+			e.i("VMOVUPS", z(8+j), k(1+j), at(64*j, "(AX)"))
 		}
+		features(e, "erskip", func(f int) {
+			e.i("VBROADCASTSS", at(4*f, "(R10)"), "Z27")
+			for j := range 4 {
+				e.i("VMULPS", z(j), "Z27", z(28+j))
+			}
+			for j := range 4 {
+				w := z(12 + 4*f + j)
+				e.i("VADDPS", w, z(28+j), k(1+j), w)
+			}
+		})
+		e.label("erskip")
+		e.t("\tADDQ R13, R10\n")
+		e.i("VPADDD", "Z25", "Z24", "Z24")
 	})
-	e.t(`erskip:
-	ADDQ R13, R10
-	VPADDD Z25, Z24, Z24
-	INCQ DX
-	JMP eredge
-erstore:
-`)
+	e.label("erstore")
 	wRows(e, "gw+8(FP)", "ernext", true)
 	e.next("erblk", 64, 256, "R15")
 	e.ret("erdone")
@@ -1196,12 +1173,7 @@ func cArgs(e *emitter, early bool) {
 // where blk) that entry i of idx names, and broadcasts its weight from w
 // into wreg unless w is nil (wreg then holds 1).
 func entry(e *emitter, skip, w, wreg, idx, i, dst, base string, blk bool) {
-	e.i("MOVQ", "("+idx+")("+i+"*8)", dst)
-	e.i("IMULQ", "R11", dst)
-	e.i("ADDQ", base, dst)
-	if blk {
-		e.i("ADDQ", "R15", dst)
-	}
+	rowOf(e, idx, i, dst, base, blk)
 	e.i("TESTQ", w, w)
 	e.i("JZ", skip)
 	e.i("VBROADCASTSS", "("+w+")("+i+"*4)", wreg)
@@ -1393,4 +1365,15 @@ func one(e *emitter, x int, reg, comment string) {
 	e.ic(comment, "MOVL", "$0x3f800000", "AX")
 	e.i("VMOVD", "AX", fmt.Sprintf("X%d", x))
 	e.i("VBROADCASTSS", fmt.Sprintf("X%d", x), reg)
+}
+
+// rowOf points dst at the row of x (base, plus the block's offset R15
+// where blk) that entry i of idx names, stride R11 apart.
+func rowOf(e *emitter, idx, i, dst, base string, blk bool) {
+	e.i("MOVQ", "("+idx+")("+i+"*8)", dst)
+	e.i("IMULQ", "R11", dst)
+	e.i("ADDQ", base, dst)
+	if blk {
+		e.i("ADDQ", "R15", dst)
+	}
 }
