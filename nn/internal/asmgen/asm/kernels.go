@@ -181,21 +181,15 @@ TEXT ·spmmRowAVX(SB), NOSPLIT, $0-56
 	e.args("dst+0 DI", "x+8 SI")
 	sparseArgs(e)
 	// Sixty-four columns in Y0-Y7 while they last, then eight in Y0.
-	for _, w := range widths("sr", "srdone") {
-		e.loop(w.l, 8*w.n, w.out)
-		e.zero("VXORPS", rng("Y", 0, w.n)...)
-		e.i("XORQ", "BX", "BX")
-		e.count(w.l+"e", "BX", "R10", w.l+"s", func() {
-			entry(e, w.l+"f", "R9", "Y8", "R8", "BX", "AX", "SI", false)
-			for j := range w.n {
-				e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
-			}
-		})
-		e.label(w.l + "s")
-		e.st("VMOVUPS", w.n, 32, ys(0), "(DI)")
-		e.next(w.l, 8*w.n, 32*w.n, "DI", "SI")
-	}
-	e.ret("srdone")
+	sparseAVX(e, "sr", "s", "SI", func(n int) {
+		e.zero("VXORPS", rng("Y", 0, n)...)
+	}, func(n int) {
+		for j := range n {
+			e.i("VFMADD231PS", at(32*j, "(AX)"), "Y8", y(j))
+		}
+	}, func(n int) {
+		e.st("VMOVUPS", n, 32, ys(0), "(DI)")
+	})
 	e.t(`
 // func spmmScatterAVX(y, grad *float32, idx *int, w *float32, n, stride, cols int)
 //
@@ -206,30 +200,23 @@ TEXT ·spmmScatterAVX(SB), NOSPLIT, $0-56
 `)
 	e.args("y+0 DI", "grad+8 SI")
 	sparseArgs(e)
-	for _, w := range widths("sc", "scdone") {
-		e.loop(w.l, 8*w.n, w.out)
-		e.ld("VMOVUPS", w.n, 32, "(SI)", ys(0))
-		e.i("XORQ", "BX", "BX")
-		e.count(w.l+"e", "BX", "R10", w.l+"n", func() {
-			entry(e, w.l+"f", "R9", "Y8", "R8", "BX", "AX", "DI", false)
-			// Four columns at a time through Y9-Y12: y += w·grad, fused.
-			for h := 0; h < w.n; h += 4 {
-				m := min(w.n, 4)
-				for j := range m {
-					e.i("VMOVAPS", y(h+j), y(9+j))
-				}
-				for j := range m {
-					e.i("VFMADD213PS", at(32*(h+j), "(AX)"), "Y8", y(9+j))
-				}
-				for j := range m {
-					e.i("VMOVUPS", y(9+j), at(32*(h+j), "(AX)"))
-				}
+	sparseAVX(e, "sc", "n", "DI", func(n int) {
+		e.ld("VMOVUPS", n, 32, "(SI)", ys(0))
+	}, func(n int) {
+		// Four columns at a time through Y9-Y12: y += w·grad, fused.
+		for h := 0; h < n; h += 4 {
+			m := min(n, 4)
+			for j := range m {
+				e.i("VMOVAPS", y(h+j), y(9+j))
 			}
-		})
-		e.label(w.l + "n")
-		e.next(w.l, 8*w.n, 32*w.n, "DI", "SI")
-	}
-	e.ret("scdone")
+			for j := range m {
+				e.i("VFMADD213PS", at(32*(h+j), "(AX)"), "Y8", y(9+j))
+			}
+			for j := range m {
+				e.i("VMOVUPS", y(9+j), at(32*(h+j), "(AX)"))
+			}
+		}
+	}, func(int) {})
 	e.t(`
 // func packRows16AVX(dst, src *float32, ld, k int)
 //
@@ -1307,10 +1294,25 @@ type width struct {
 	n      int
 }
 
-// widths are the AVX sparse kernels' two loops, 64 columns (eight
-// registers) then eight (one), labels p64 and p8.
-func widths(p, done string) []width {
-	return []width{{p + "64", p + "8", 8}, {p + "8", done, 1}}
+// sparseAVX writes the AVX sparse kernels' two loops over the columns,
+// 64 at a time (eight registers) then eight (one), labels p64 and p8,
+// each over the n entries (BX < R10) with AX at the entry's row of x or y
+// (base) and its weight in Y8: pre before the entries, body per entry,
+// post after them, at the label ending in exit.
+func sparseAVX(e *emitter, p, exit, base string, pre, body, post func(n int)) {
+	for _, w := range []width{{p + "64", p + "8", 8}, {p + "8", p + "done", 1}} {
+		e.loop(w.l, 8*w.n, w.out)
+		pre(w.n)
+		e.i("XORQ", "BX", "BX")
+		e.count(w.l+"e", "BX", "R10", w.l+exit, func() {
+			entry(e, w.l+"f", "R9", "Y8", "R8", "BX", "AX", base, false)
+			body(w.n)
+		})
+		e.label(w.l + exit)
+		post(w.n)
+		e.next(w.l, 8*w.n, 32*w.n, "DI", "SI")
+	}
+	e.ret(p + "done")
 }
 
 // blockEnd steps R15 to the next 64-column block at next, back to blk,
