@@ -207,6 +207,9 @@ type ABConfig struct {
 	// Sim is the configuration of every run; Seed is set per run and, for A
 	// and B, Series.
 	Sim env.SimConfig
+	// TEG, when set, gives the TEG configuration of a scheduler's runs (nil:
+	// its governor, as Sim.TEG nil does).
+	TEG func(env.Scheduler) (env.TEGConfig, error)
 	// SeriesEvery is the sampling interval of A's and B's time series in
 	// ticks (0: DefaultABSeriesEvery).
 	SeriesEvery   int
@@ -356,7 +359,15 @@ func RunAB(ctx context.Context, cfg ABConfig) (*ABResult, error) {
 		if ci < 2 {
 			sc.Series = env.SeriesConfig{Every: cfg.SeriesEvery}
 		}
-		sim, err := env.NewSim(cfg.Cluster, workloads[si], contenders[ci].New(), sc)
+		sched := contenders[ci].New()
+		if cfg.TEG != nil {
+			t, err := cfg.TEG(sched)
+			if err != nil {
+				return fmt.Errorf("ab: %s: %w", contenders[ci].Name, err)
+			}
+			sc.TEG = &t
+		}
+		sim, err := env.NewSim(cfg.Cluster, workloads[si], sched, sc)
 		if err != nil {
 			return fmt.Errorf("ab: %s seed %d: %w", contenders[ci].Name, sc.Seed, err)
 		}

@@ -38,6 +38,7 @@ type abFlags struct {
 	workers      int
 	jsonOut      bool
 	out          string
+	teg          *tegFlag
 }
 
 func newABCmd(a *app) *cobra.Command {
@@ -101,6 +102,7 @@ ci_high, direction, verdict), reference and setup.`,
 	fl.Float64Var(&f.level, "level", report.DefaultLevel, "confidence level of the intervals")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as one JSON object instead of a table")
+	f.teg = addTEGFlag(fl)
 	fl.StringVar(&f.out, "out", "", "write report.md, report.json and the PNG plots to this directory (created if needed)")
 	return cmd
 }
@@ -167,7 +169,7 @@ func abConfig(f *abFlags) (report.ABConfig, error) {
 		return report.ABConfig{}, fmt.Errorf("--b is required: the scheduler or policy file to compare with --a %s", f.a)
 	}
 	cfg := report.ABConfig{ClusterName: f.cluster, Sim: env.SimConfig{Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf},
-		SeriesEvery: f.seriesEvery, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed, Workers: f.workers}
+		SeriesEvery: f.seriesEvery, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed, Workers: f.workers, TEG: f.teg.forSched}
 	var err error
 	if cfg.A, err = contender("a", f.a); err != nil {
 		return cfg, err

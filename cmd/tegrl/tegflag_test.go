@@ -13,6 +13,7 @@ func TestTEGFlagOnSimulatingCommands(t *testing.T) {
 		{"dataset", "record", "--machines", "20", "--duration", "10m", "--out", t.TempDir()},
 		{"tune", "--machines", "20", "--duration", "10m", "--seeds", "1", "--grid", "temperature=0.1"},
 		{"lookahead", "--machines", "20", "--duration", "10m", "--seeds", "1"},
+		{"ab", "--b", "fgd", "--machines", "20", "--duration", "10m", "--seeds", "1-2"},
 	} {
 		_, _, err := run(t, append(args, "--teg", "tempreature=1", "--log-level", "warn")...)
 		if err == nil || !strings.Contains(err.Error(), "unknown TEG parameter") {
