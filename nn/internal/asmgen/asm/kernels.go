@@ -274,11 +274,7 @@ TEXT ·sgemmKernel12x32Z(SB), NOSPLIT, $0-88
 TEXT ·addAVX(SB), NOSPLIT, $0-32
 `)
 	e.args("dst+0 DI", "a+8 SI", "b+16 DX", "n+24 CX")
-	stream(e, "add32", "add8", "adddone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
-		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
-		e.add(n, a, "(DX)")
-		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
-	})
+	sums(e, "add", "(DX)")
 	e.t(`
 // func addPairAVX(dst, b, c *float32, n int)
 //
@@ -286,12 +282,7 @@ TEXT ·addAVX(SB), NOSPLIT, $0-32
 TEXT ·addPairAVX(SB), NOSPLIT, $0-32
 `)
 	e.args("dst+0 DI", "b+8 SI", "c+16 DX", "n+24 CX")
-	stream(e, "pair32", "pair8", "pairdone", []string{"SI", "DX", "DI"}, func(n int, a addr) {
-		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
-		e.add(n, a, "(DX)")
-		e.add(n, a, "(DI)")
-		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
-	})
+	sums(e, "pair", "(DX)", "(DI)")
 	e.t(`
 // func addReluAVX(dst, src *float32, n int)
 //
@@ -1378,4 +1369,17 @@ func rowOf(e *emitter, idx, i, dst, base string, blk bool) {
 	if blk {
 		e.i("ADDQ", "R15", dst)
 	}
+}
+
+// sums writes addAVX's and addPairAVX's loops, labels p32, p8 and
+// pdone: dst (DI) = the vectors at SI plus those at each of srcs, in
+// order.
+func sums(e *emitter, p string, srcs ...string) {
+	stream(e, p+"32", p+"8", p+"done", []string{"SI", "DX", "DI"}, func(n int, a addr) {
+		e.ld2("VMOVUPS", n, a, "(SI)", ys(0))
+		for _, src := range srcs {
+			e.add(n, a, src)
+		}
+		e.st2("VMOVUPS", n, a, ys(0), "(DI)")
+	})
 }
