@@ -71,24 +71,8 @@ tegrl simulate uses) and writes Arrow datasets into --out:
   tegrl dataset convert --from alibaba-batch:jobs.csv.gz --out batch-arrow`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			src, path, hasPath := strings.Cut(from, ":")
-			if hasPath && path == "" || src == "alibaba-2018" && path == "" {
-				return fmt.Errorf("--from %q: want alibaba-gpu[:DIR], alibaba-2018:DIR or alibaba-batch[:FILE]", from)
-			}
-			opt := datasets.ConvertOptions{Compress: compress, MaxInstances: maxInstances,
-				Writer: datasets.WriterOptions{BatchRows: batchRows}, Log: a.log}
-			var res datasets.Converted
-			var err error
-			switch src {
-			case "alibaba-gpu":
-				res, err = datasets.ConvertAlibabaGPU(path, out, opt)
-			case "alibaba-2018":
-				res, err = datasets.ConvertAlibaba2018(path, out, opt)
-			case "alibaba-batch":
-				res, err = datasets.ConvertAlibabaBatch(path, out, opt)
-			default:
-				return fmt.Errorf("--from %q: unknown source %q (want alibaba-gpu, alibaba-2018 or alibaba-batch)", from, src)
-			}
+			res, err := datasets.ConvertSpec(from, out, datasets.ConvertOptions{Compress: compress, MaxInstances: maxInstances,
+				Writer: datasets.WriterOptions{BatchRows: batchRows}, Log: a.log})
 			if err != nil {
 				return err
 			}
