@@ -89,30 +89,16 @@ func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 	if err != nil {
 		return fmt.Errorf("load cluster: %w", err)
 	}
-	base := env.GovernorTEG(f.scheduler)
-	if err := f.teg.apply(&base); err != nil {
+	tc := report.TuneConfig{Cluster: c, Scheduler: f.scheduler, Base: env.GovernorTEG(f.scheduler), Grid: grid, Seeds: seeds,
+		Load: f.load, Duration: dur, Workers: f.workers}
+	if err := f.teg.apply(&tc.Base); err != nil {
 		return err
 	}
-	wcfg := env.DefaultWorkload
-	wcfg.Load, wcfg.Horizon = f.load, dur
-	total := len(seeds)
-	for _, ax := range grid {
-		total *= len(ax.Values)
-	}
-	a.log.Info("tune", "scheduler", f.scheduler, "grid", f.grid, "points", total/len(seeds), "seeds", report.FormatSeeds(seeds), "machines", len(c.Machines))
-	bar := newProgress(a.stderr, total, "tune")
-	points, err := report.RunSweep(cmd.Context(), report.SweepConfig{
-		Cluster:   c,
-		Workload:  func(seed uint64) (*env.Workload, error) { return env.NewSyntheticWorkload(c, wcfg, seed) },
-		Scheduler: f.scheduler,
-		Base:      base,
-		Grid:      grid,
-		Seeds:     seeds,
-		Sim:       env.SimConfig{Duration: dur},
-		Workers:   f.workers,
-		OnRun:     func() { bar.Add(1) },
-	})
-	bar.Finish()
+	a.log.Info("tune", "scheduler", f.scheduler, "grid", f.grid, "points", tc.Runs()/len(seeds), "seeds", report.FormatSeeds(seeds), "machines", len(c.Machines))
+	bar := newProgress(a.stderr, tc.Runs(), "tune")
+	tc.OnRun = func() { _ = bar.Add(1) }
+	points, err := report.Tune(cmd.Context(), tc)
+	_ = bar.Finish()
 	if err != nil {
 		return err
 	}
@@ -121,8 +107,7 @@ func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 	}
 	if f.outMD != "" {
 		var b bytes.Buffer
-		fmt.Fprintf(&b, "Command:\n\n```sh\n%s\n```\n\n", report.CommandLine(a.argv))
-		if err := report.WriteSweep(&b, grid, points, 0, true); err != nil {
+		if err := report.WriteSweepMarkdown(&b, report.CommandLine(a.argv), grid, points); err != nil {
 			return err
 		}
 		if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
