@@ -147,3 +147,30 @@ func SaturateObserved(c *Cluster, trace []Job, sched Scheduler, seed uint64, tun
 	}
 	return run, nil
 }
+
+// SaturationTrace is the input of the saturation experiment: the Alibaba
+// GPU trace's node table, its GPU machines (the experiment's cluster) and
+// its pods.
+type SaturationTrace struct {
+	All     *Cluster // every machine of the node table
+	Cluster *Cluster // the machines with a GPU
+	Jobs    []Job
+}
+
+// LoadSaturationTrace reads the node and pod tables at nodes and pods
+// (uncompressed times).
+func LoadSaturationTrace(nodes, pods string) (SaturationTrace, error) {
+	full, err := LoadAlibabaGPUNodes(nodes)
+	if err != nil {
+		return SaturationTrace{}, fmt.Errorf("nodes %s: %w", nodes, err)
+	}
+	c := full.GPUMachines()
+	if len(c.Machines) == 0 {
+		return SaturationTrace{}, fmt.Errorf("nodes %s: no machine has a GPU", nodes)
+	}
+	w, err := LoadAlibabaGPUPods(pods, GPUTraceOptions{Compress: 1})
+	if err != nil {
+		return SaturationTrace{}, fmt.Errorf("pods %s: %w", pods, err)
+	}
+	return SaturationTrace{All: full, Cluster: c, Jobs: w.Jobs}, nil
+}

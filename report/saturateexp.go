@@ -42,24 +42,17 @@ func Saturate(ctx context.Context, cfg SaturateConfig) (*SaturateResult, error) 
 		log = slog.Default()
 	}
 	start := time.Now()
-	full, err := env.LoadAlibabaGPUNodes(cfg.Nodes)
+	tr, err := env.LoadSaturationTrace(cfg.Nodes, cfg.Pods)
 	if err != nil {
-		return nil, fmt.Errorf("load nodes %s: %w", cfg.Nodes, err)
+		return nil, fmt.Errorf("load %w", err)
 	}
-	cluster := full.GPUMachines()
-	if len(cluster.Machines) == 0 {
-		return nil, fmt.Errorf("load nodes %s: no machine has a GPU", cfg.Nodes)
-	}
-	w, err := env.LoadAlibabaGPUPods(cfg.Pods, env.GPUTraceOptions{Compress: 1})
-	if err != nil {
-		return nil, fmt.Errorf("load pods %s: %w", cfg.Pods, err)
-	}
-	log.Info("loaded trace", "machines", len(full.Machines), "gpu_machines", len(cluster.Machines),
-		"gpus", cluster.TotalGPUs(), "pods", len(w.Jobs), "took", time.Since(start).Round(time.Millisecond))
+	cluster := tr.Cluster
+	log.Info("loaded trace", "machines", len(tr.All.Machines), "gpu_machines", len(cluster.Machines),
+		"gpus", cluster.TotalGPUs(), "pods", len(tr.Jobs), "took", time.Since(start).Round(time.Millisecond))
 
 	busy := map[string]time.Duration{}
 	runs, err := RunSaturation(ctx, SaturationConfig{
-		Cluster: cluster, Trace: w.Jobs, Schedulers: cfg.Schedulers, New: cfg.New, Seeds: cfg.Seeds, Tune: cfg.Tune, Workers: cfg.Workers,
+		Cluster: cluster, Trace: tr.Jobs, Schedulers: cfg.Schedulers, New: cfg.New, Seeds: cfg.Seeds, Tune: cfg.Tune, Workers: cfg.Workers,
 		OnRun: func(r env.SaturationRun, d time.Duration) {
 			busy[r.Scheduler] += d
 			log.Debug("run done", "scheduler", r.Scheduler, "seed", r.Seed, "pods", r.Pods, "dropped", r.Dropped,

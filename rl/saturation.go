@@ -50,19 +50,11 @@ func (s SaturateSpec) Load() (*SaturationWorkload, error) {
 	if !(s.Tune > 0) {
 		return nil, fmt.Errorf("saturate env: tune %v, want > 0 (the protocol uses 1.3)", s.Tune)
 	}
-	full, err := env.LoadAlibabaGPUNodes(s.Nodes)
+	tr, err := env.LoadSaturationTrace(s.Nodes, s.Pods)
 	if err != nil {
-		return nil, fmt.Errorf("saturate env: nodes %s: %w", s.Nodes, err)
+		return nil, fmt.Errorf("saturate env: %w", err)
 	}
-	c := full.GPUMachines()
-	if len(c.Machines) == 0 {
-		return nil, fmt.Errorf("saturate env: nodes %s: no machine has a GPU", s.Nodes)
-	}
-	w, err := env.LoadAlibabaGPUPods(s.Pods, env.GPUTraceOptions{Compress: 1})
-	if err != nil {
-		return nil, fmt.Errorf("saturate env: pods %s: %w", s.Pods, err)
-	}
-	sw := &SaturationWorkload{Cluster: c, Trace: w.Jobs, Tune: s.Tune}
+	sw := &SaturationWorkload{Cluster: tr.Cluster, Trace: tr.Jobs, Tune: s.Tune}
 	satCache[s] = sw
 	return sw, nil
 }
