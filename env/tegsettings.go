@@ -42,8 +42,8 @@ func ParseTEGSettings(s string) (TEGSettings, error) {
 			}
 		}
 		if err != nil {
-			if probe.Set(name, 0) != nil { // an unknown name says so, not "want a number"
-				return nil, probe.Set(name, 0)
+			if err := probe.Set(name, 0); err != nil { // an unknown name says so, not "want a number"
+				return nil, err
 			}
 			if _, sw := probe.switches()[name]; sw {
 				return nil, fmt.Errorf("%s=%s: want on or off", name, val)
