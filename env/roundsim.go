@@ -44,6 +44,10 @@ type RoundConfig struct {
 	// has passed. Defaults 4000 jobs and no time bound.
 	MaxActive  int
 	MaxSeconds float64
+	// OnAllocate, when set, sees every allocation the policy computes: its
+	// input and x (read only, valid during the call). Recorders use it;
+	// the run does not depend on it.
+	OnAllocate func(s *RoundState, x []float64)
 }
 
 func (c *RoundConfig) fill() error {
@@ -444,6 +448,9 @@ func (s *RoundSim) reallocate() error {
 	clear(s.x)
 	if err := s.pol.Allocate(st, s.x); err != nil {
 		return fmt.Errorf("policy %s at %.0f s: %w", s.pol.Name(), s.now, err)
+	}
+	if s.cfg.OnAllocate != nil {
+		s.cfg.OnAllocate(st, s.x)
 	}
 	for i, id := range s.active {
 		e := &s.sEnt[id]
