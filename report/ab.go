@@ -501,17 +501,27 @@ func FormatNumber(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
+// abMetricOrder lists the metrics of either kind of report in table
+// order: env.Metrics's, then the GPU scenarios'.
+func abMetricOrder() []string {
+	out := MetricNames()
+	for _, f := range gpuABMetrics {
+		out = append(out, f.key)
+	}
+	return out
+}
+
 // abRows returns the per-metric table: a header row, then one row per
-// metric in env.Metrics order.
+// metric in abMetricOrder.
 func abRows(rep *ABReport) [][]string {
 	level := fmt.Sprintf("%g%% CI of B - A", 100*rep.Setup.ConfidenceLevel)
 	rows := [][]string{{"metric", "better", "A mean", "B mean", "B - A", level, "verdict"}}
-	for _, f := range metricFields {
-		m, ok := rep.Metrics[f.key]
+	for _, key := range abMetricOrder() {
+		m, ok := rep.Metrics[key]
 		if !ok {
 			continue
 		}
-		rows = append(rows, []string{f.key, m.Direction.String(), FormatNumber(m.AMean), FormatNumber(m.BMean), FormatNumber(m.DiffMean),
+		rows = append(rows, []string{key, m.Direction.String(), FormatNumber(m.AMean), FormatNumber(m.BMean), FormatNumber(m.DiffMean),
 			"[" + FormatNumber(m.CILow) + ", " + FormatNumber(m.CIHigh) + "]", m.Verdict})
 	}
 	return rows
@@ -533,6 +543,9 @@ func WriteABText(w io.Writer, rep *ABReport) error {
 // abRefColumns are the metrics of the reference table in Markdown.
 var abRefColumns = []string{"jobs_completed", "mean_jct_s", "p95_jct_s", "mean_slowdown", "mean_wait_s",
 	"sla_violation_rate", "util_cpu", "util_gpu", "gpu_frag_rate", "energy_kwh", "oom_kills", "reward_mean"}
+
+// gpuABRefColumns are the reference table's metrics of a GPU scenario.
+var gpuABRefColumns = []string{"avg_jct_h", "p99_jct_h", "max_jct_h", "utilisation", "at_bound"}
 
 // ABPlot is an image of the report: a file name relative to the Markdown
 // file and what it shows.
@@ -566,10 +579,14 @@ func WriteABMarkdown(w io.Writer, rep *ABReport, commandLine string, plots []ABP
 
 	if len(rep.Reference) > 0 {
 		b.WriteString("\n## Reference schedulers\n\nMeans over the same seeds.\n\n")
-		rows := [][]string{append([]string{"scheduler"}, abRefColumns...)}
+		cols := abRefColumns
+		if _, gpu := rep.Metrics["jobs_completed"]; !gpu {
+			cols = gpuABRefColumns
+		}
+		rows := [][]string{append([]string{"scheduler"}, cols...)}
 		add := func(name string, get func(string) float64) {
 			row := []string{name}
-			for _, k := range abRefColumns {
+			for _, k := range cols {
 				row = append(row, FormatNumber(get(k)))
 			}
 			rows = append(rows, row)

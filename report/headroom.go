@@ -233,32 +233,7 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 	if err != nil {
 		return headroomRun{}, err
 	}
-	rc := env.RoundConfig{Seed: seed}
-	if p.servers != nil {
-		warm, n := cfg.WarmupHours, cfg.MeasureJobs
-		if warm <= 0 {
-			warm = 200
-		}
-		if n <= 0 {
-			n = 1000
-		}
-		rc.Locality = true
-		rc.MeasureFrom = int(math.Ceil(rate * warm))
-		rc.MeasureTo = rc.MeasureFrom + n
-		rc.MaxActive = max(4000, 4*p.cluster.TotalGPUs())
-	}
-	if rc.MeasureTo == 0 {
-		rc.MeasureFrom, rc.MeasureTo = 4000, 5000
-	}
-	// A run whose measured jobs are not done GraceHours after the last one
-	// arrived is above capacity for that policy: stop it at the bound.
-	grace := cfg.GraceHours
-	if grace == 0 {
-		grace = 500
-	}
-	if grace > 0 {
-		rc.MaxSeconds = (float64(rc.MeasureTo)/rate + grace) * 3600
-	}
+	rc := p.roundConfig(cfg.WarmupHours, cfg.MeasureJobs, cfg.GraceHours, rate, seed)
 	var sim *env.RoundSim
 	var res env.RoundResult
 	if policy == LookaheadPolicy {
@@ -286,6 +261,38 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 		return headroomRun{}, fmt.Errorf("headroom %s %s at %.3f jobs/h seed %d: %w", p.sc.Name(), policy, rate, seed, err)
 	}
 	return headroomRun{res: res, stats: sim.Stats(res)}, nil
+}
+
+// roundConfig is the scenario's round-simulator configuration at rate:
+// on the node-list clusters the measured jobs are the measure (default
+// 1000) arriving after warm (default 200) hours, gangs run with locality;
+// on the Gavel cluster jobs 4000-4999. A run whose measured jobs are not
+// done grace hours (default 500; negative: no bound) after the last of
+// them arrived is above capacity for that policy: it stops at the bound.
+func (p prepared) roundConfig(warm float64, measure int, grace, rate float64, seed uint64) env.RoundConfig {
+	rc := env.RoundConfig{Seed: seed}
+	if p.servers != nil {
+		if warm <= 0 {
+			warm = 200
+		}
+		if measure <= 0 {
+			measure = 1000
+		}
+		rc.Locality = true
+		rc.MeasureFrom = int(math.Ceil(rate * warm))
+		rc.MeasureTo = rc.MeasureFrom + measure
+		rc.MaxActive = max(4000, 4*p.cluster.TotalGPUs())
+	}
+	if rc.MeasureTo == 0 {
+		rc.MeasureFrom, rc.MeasureTo = 4000, 5000
+	}
+	if grace == 0 {
+		grace = 500
+	}
+	if grace > 0 {
+		rc.MaxSeconds = (float64(rc.MeasureTo)/rate + grace) * 3600
+	}
+	return rc
 }
 
 // RunHeadroom runs every (scenario, rate, policy, seed) in parallel and

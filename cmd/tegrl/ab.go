@@ -39,6 +39,7 @@ type abFlags struct {
 	jsonOut      bool
 	out          string
 	teg          *tegFlag
+	gpu          gpuFlags
 }
 
 func newABCmd(a *app) *cobra.Command {
@@ -72,10 +73,17 @@ completion time and slowdown (jobs of all seeds), CPU and GPU utilisation,
 GPU fragmentation, damping and queue length over time (means over seeds).
 With --json stdout has exactly one JSON object (the same as report.json):
 a, b, seeds, metrics (per metric: a_mean, b_mean, diff_mean, ci_low,
-ci_high, direction, verdict), reference and setup.`,
+ci_high, direction, verdict), reference and setup.
+
+With --scenario CLUSTER-WORKLOAD (see tegrl simulate) A, B and --ref are
+allocation policies of a GPU training cluster, run on the same jobs per
+seed at --rate jobs/h or offered GPU load --load; the metrics are average,
+p99 and largest JCT of the measured jobs (compared on the seeds where both
+finished), utilisation and at_bound (runs stopped above capacity).`,
 		Example: `  tegrl ab --a langevin --b fgd --seeds 1-20 --out ab-fgd
   tegrl ab --b policy.safetensors --seeds 1-20 --ref "" --json
-  tegrl ab --b kube --machines 500 --duration 3h --seeds 1-5 --ref bestfit`,
+  tegrl ab --b kube --machines 500 --duration 3h --seeds 1-5 --ref bestfit
+  tegrl ab --scenario gavel-multi --rate 2.0 --a max_min_fairness --b tiresias --seeds 0-5 --ref fifo_perf`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAB(cmd, a, f)
@@ -103,6 +111,7 @@ ci_high, direction, verdict), reference and setup.`,
 	fl.IntVar(&f.workers, "workers", 0, "runs at once; 0 = GOMAXPROCS")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the report as one JSON object instead of a table")
 	f.teg = addTEGFlag(fl)
+	f.gpu.addFlags(fl)
 	fl.StringVar(&f.out, "out", "", "write report.md, report.json and the PNG plots to this directory (created if needed)")
 	return cmd
 }
@@ -120,6 +129,9 @@ func contender(flag, spec string) (report.Contender, error) {
 }
 
 func runAB(cmd *cobra.Command, a *app, f *abFlags) error {
+	if f.gpu.scenario != "" {
+		return runABGPU(cmd, a, f)
+	}
 	cfg, err := abConfig(f)
 	if err != nil {
 		return err

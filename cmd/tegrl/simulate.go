@@ -20,6 +20,7 @@ type simFlags struct {
 	schedulers string
 	jsonOut    bool
 	teg        *tegFlag
+	gpu        gpuFlags
 }
 
 func init() { addCommand(newSimulateCmd) }
@@ -37,10 +38,18 @@ The same flags and seed always print the same bytes. Each scheduler runs
 under its TEG governor (moves and the damping controller on for langevin
 only) with --teg's assignments applied.
 
-Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
+Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").
+
+With --scenario CLUSTER-WORKLOAD it simulates a GPU training cluster
+instead (` + gpuScenarioHelp + `) under allocation policies
+(` + strings.Join(env.AllocationPolicyNames(), ", ") + `, or "all") at --rate
+jobs/h or offered GPU load --load, and reports average, p99 and largest
+job completion time of the measured jobs, the zero-wait floor, GPU
+utilisation, rounds and moves.`,
 		Example: `  tegrl simulate --scheduler all --machines 1000 --duration 6h --seed 1
   tegrl simulate --scheduler langevin,fgd --teg temperature=0.1,w-frag=20,moves=off
-  tegrl simulate --scheduler fgd --cluster alibaba-gpu --workload alibaba-gpu:pods.csv.gz --compress 100 --json`,
+  tegrl simulate --scheduler fgd --cluster alibaba-gpu --workload alibaba-gpu:pods.csv.gz --compress 100 --json
+  tegrl simulate --scenario openb/8-multi --load 1.0 --scheduler fifo_perf,max_min_fairness,tiresias`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, a, f) },
 	}
@@ -50,6 +59,7 @@ Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").`,
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the workload, failures and scheduler randomness (the synthetic cluster has --cluster-seed)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object per scheduler (JSON lines) instead of a table")
 	f.teg = addTEGFlag(fl)
+	f.gpu.addFlags(fl)
 	return cmd
 }
 
@@ -93,6 +103,9 @@ func parseSeconds(s string) (float64, error) {
 }
 
 func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
+	if f.gpu.scenario != "" {
+		return runSimulateGPU(cmd, a, f)
+	}
 	names, factories, err := parseSchedulers(f.schedulers)
 	if err != nil {
 		return err

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/tegrl/tegrl/report"
+)
+
+const gpuScenarioHelp = `clusters gavel (36:36:36), openb and spot (the bundled node lists;
+openb/8: every 8th server of each GPU model); workloads single, multi
+(gangs of 1-8 GPUs) and philly`
+
+// gpuFlags select a GPU training scenario on the simulating commands.
+type gpuFlags struct {
+	scenario string
+	rate     float64
+	restore  float64
+}
+
+func (g *gpuFlags) addFlags(fl *pflag.FlagSet) {
+	fl.StringVar(&g.scenario, "scenario", "", "simulate a GPU training cluster: CLUSTER-WORKLOAD, e.g. gavel-single, openb/8-multi, spot-philly")
+	fl.Float64Var(&g.rate, "rate", 0, "--scenario: arrival rate in jobs per hour (else --load sets it)")
+	fl.Float64Var(&g.restore, "restore-s", 0, "--scenario: checkpoint/restore seconds charged to a job that resumes on other GPUs")
+}
+
+// machineFlags are the flags of the machine-level simulator that mean
+// nothing on a GPU scenario.
+var machineFlags = []string{"machines", "cluster", "workload", "duration", "ticks", "tick", "compress",
+	"max-instances", "mtbf", "cluster-seed", "start", "window", "teg"}
+
+// config checks that no machine-level flag was given and returns the run.
+func (g *gpuFlags) config(cmd *cobra.Command, load float64, seed uint64) (report.GPURunConfig, error) {
+	for _, name := range machineFlags {
+		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+			return report.GPURunConfig{}, fmt.Errorf("--%s has no meaning with --scenario (a GPU training cluster)", name)
+		}
+	}
+	c := report.GPURunConfig{Scenario: g.scenario, Rate: g.rate, Seed: seed, RestoreSeconds: g.restore}
+	if fl := cmd.Flags().Lookup("load"); fl != nil && fl.Changed {
+		if g.rate > 0 {
+			return c, fmt.Errorf("--rate and --load both set the arrival rate: give one")
+		}
+		c.Load = load
+	} else if g.rate == 0 {
+		return c, fmt.Errorf("--scenario %s: give --rate (jobs per hour) or --load (offered GPU load)", g.scenario)
+	}
+	return c, nil
+}
+
+func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
+	cfg, err := f.gpu.config(cmd, f.load, f.seed)
+	if err != nil {
+		return err
+	}
+	list := f.schedulers
+	if !cmd.Flags().Changed("scheduler") {
+		list = "fifo_perf"
+	}
+	policies, err := report.GPUPolicies(list)
+	if err != nil {
+		return err
+	}
+	a.log.Info("simulate", "scenario", cfg.Scenario, "rate", cfg.Rate, "load", cfg.Load, "schedulers", strings.Join(policies, ","))
+	bar := newProgress(a.stderr, len(policies), "simulate")
+	ms, err := report.SimulateGPU(cmd.Context(), cfg, policies, 0, func() { _ = bar.Add(1) })
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	if !f.jsonOut {
+		return report.WriteGPUTable(a.stdout, ms)
+	}
+	enc := json.NewEncoder(a.stdout)
+	for _, m := range ms {
+		if err := enc.Encode(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error {
+	run, err := f.gpu.config(cmd, f.load, 0)
+	if err != nil {
+		return err
+	}
+	if f.b == "" {
+		return fmt.Errorf("--b is required: the allocation policy to compare with --a %s", f.a)
+	}
+	cfg := report.GPUABConfig{Run: run, A: f.a, B: f.b, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed, Workers: f.workers}
+	if cmd.Flags().Changed("ref") && strings.TrimSpace(f.ref) != "" {
+		for _, r := range strings.Split(f.ref, ",") {
+			cfg.Reference = append(cfg.Reference, strings.TrimSpace(r))
+		}
+	}
+	if cfg.Seeds, err = report.ParseABSeeds(f.seeds); err != nil {
+		return fmt.Errorf("--seeds: %w", err)
+	}
+	runs := (2 + len(cfg.Reference)) * len(cfg.Seeds)
+	a.log.Info("ab", "scenario", run.Scenario, "a", f.a, "b", f.b, "ref", cfg.Reference, "seeds", report.FormatSeeds(cfg.Seeds), "runs", runs)
+	bar := newProgress(a.stderr, runs, "ab")
+	cfg.OnRun = func() { _ = bar.Add(1) }
+	rep, _, err := report.RunGPUAB(cmd.Context(), cfg)
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	var js bytes.Buffer
+	if err := report.WriteABJSON(&js, rep); err != nil {
+		return err
+	}
+	if f.out != "" {
+		if _, err := report.WriteGPUABFiles(f.out, rep, js.Bytes(), report.CommandLine(a.argv)); err != nil {
+			return fmt.Errorf("--out: %w", err)
+		}
+	}
+	if f.jsonOut {
+		_, err := a.stdout.Write(js.Bytes())
+		return err
+	}
+	return report.WriteABText(a.stdout, rep)
+}

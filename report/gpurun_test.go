@@ -1,0 +1,121 @@
+package report
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+func TestParseGPUScenario(t *testing.T) {
+	sc, err := ParseGPUScenario("openb/8-multi")
+	if err != nil || sc.Cluster != "openb" || sc.Sample != 8 || sc.Workload != "multi" || sc.Name() != "openb/8-multi" {
+		t.Fatalf("openb/8-multi: %+v %v", sc, err)
+	}
+	for _, bad := range []string{"gavel", "gavel/2-single", "mars-single", "openb-tiny", "openb/0-multi", "openb/x-multi"} {
+		if _, err := ParseGPUScenario(bad); err == nil {
+			t.Errorf("%q: no error", bad)
+		}
+	}
+}
+
+func gpuJSON(t *testing.T, cfg GPURunConfig) []byte {
+	t.Helper()
+	m, err := RunGPU(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRunGPUMatchesHeadroom: one run is the headroom sweep's point.
+func TestRunGPUMatchesHeadroom(t *testing.T) {
+	pts, err := RunHeadroom(context.Background(), HeadroomConfig{Scenarios: []HeadroomScenario{{Cluster: "gavel", Workload: "multi", Rates: []float64{1.2}}},
+		Policies: []string{"max_min_fairness"}, Seeds: []uint64{3}, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := RunGPU(GPURunConfig{Scenario: "gavel-multi", Rate: 1.2, Policy: "max_min_fairness", Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.AvgJCT == nil || *m.AvgJCT != *pts[0].AvgJCT || *m.P99JCT != *pts[0].P99JCT || m.FloorJCT != pts[0].FloorJCT || m.Utilisation != pts[0].Utilisation {
+		t.Fatalf("RunGPU %+v, headroom %+v", m, pts[0])
+	}
+}
+
+// TestRunGPUReplayIdentical: the jobs a run drew, replayed as a list,
+// give the same bytes; the same seed gives the same bytes; a run on a
+// node-list cluster at a load converts the load to a rate.
+func TestRunGPUReplayIdentical(t *testing.T) {
+	var jobs []env.DLJob
+	cfg := GPURunConfig{Scenario: "gavel-multi", Rate: 1.6, Policy: "tiresias", Seed: 7}
+	rec := cfg
+	rec.OnJob = func(j env.DLJob) { jobs = append(jobs, j) }
+	want := gpuJSON(t, rec)
+	if again := gpuJSON(t, cfg); !bytes.Equal(again, want) {
+		t.Fatalf("same seed, other bytes:\n%s\n%s", again, want)
+	}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := env.NewJobList(tab, jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Jobs = list
+	if got := gpuJSON(t, cfg); !bytes.Equal(got, want) {
+		t.Fatalf("replayed:\n%s\nrecorded:\n%s", got, want)
+	}
+	m, err := RunGPU(GPURunConfig{Scenario: "openb/16-single", Load: 0.6, Policy: "fifo_perf", MeasureJobs: 100, WarmupHours: 50})
+	if err != nil || m.Load != 0.6 || m.Rate <= 0 || m.AvgJCT == nil || m.Measured != 100 {
+		t.Fatalf("openb/16-single at load 0.6: %+v %v", m, err)
+	}
+}
+
+func TestRunGPUErrors(t *testing.T) {
+	for _, c := range []GPURunConfig{
+		{Scenario: "gavel-single", Policy: "fifo"},            // no rate or load
+		{Scenario: "gavel-single", Rate: -1, Policy: "fifo"},  // negative rate
+		{Scenario: "gavel-single", Rate: 1, Policy: "nope"},   // unknown policy
+		{Scenario: "moon-single", Rate: 1, Policy: "fifo"},    // unknown cluster
+		{Scenario: "gavel-single", Load: 200, Policy: "fifo"}, // absurd load
+	} {
+		if _, err := RunGPU(c); err == nil {
+			t.Errorf("%+v: no error", c)
+		}
+	}
+}
+
+// TestRunGPUAB: B = A differs by exactly 0 on every metric; B against a
+// different policy gives the paired mean of the runs' own metrics.
+func TestRunGPUAB(t *testing.T) {
+	run := GPURunConfig{Scenario: "gavel-multi", Rate: 1.2}
+	rep, runs, err := RunGPUAB(context.Background(), GPUABConfig{Run: run, A: "fifo_perf", B: "max_min_fairness",
+		Reference: []string{"fifo_perf", "tiresias"}, Seeds: []uint64{0, 1}, Resamples: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || len(rep.Reference) != 2 {
+		t.Fatalf("%d contenders, %d references; want 3 runs (the repeated reference once) and 2 references", len(runs), len(rep.Reference))
+	}
+	want := (*runs[1][0].AvgJCT - *runs[0][0].AvgJCT + *runs[1][1].AvgJCT - *runs[0][1].AvgJCT) / 2
+	if m := rep.Metrics["avg_jct_h"]; m.DiffMean != want || m.Verdict != VerdictFew {
+		t.Fatalf("avg_jct_h %+v, want diff %v and %q", m, want, VerdictFew)
+	}
+	var b strings.Builder
+	if err := WriteABText(&b, rep); err != nil || !strings.Contains(b.String(), "avg_jct_h") {
+		t.Fatalf("text:\n%s %v", b.String(), err)
+	}
+	if _, _, err := RunGPUAB(context.Background(), GPUABConfig{Run: run, A: "fifo", B: "nope", Seeds: []uint64{0}}); err == nil {
+		t.Fatal("unknown policy B: no error")
+	}
+}
