@@ -30,16 +30,17 @@ var (
 	tableGPUPods     = traceTable{"pods.csv", "alibaba-gpu-v2023/pods.csv", []string{"alibaba-gpu"}}
 	table2018Meta    = traceTable{"machine_meta.csv", "alibaba-v2018/machine_meta.csv", []string{"alibaba-2018"}}
 	table2018Batch   = traceTable{"jobs.csv", "alibaba-v2018-batch/jobs.csv", []string{"alibaba-batch"}}
-	clusterSources   = map[string]traceTable{"alibaba-gpu": tableGPUNodes, "alibaba-2018": table2018Meta}
+	tableSpotNodes   = traceTable{"node_info_df.csv", "alibaba-gpu-v2026-spot/node_info_df.csv", []string{"alibaba-spot"}}
+	clusterSources   = map[string]traceTable{"alibaba-gpu": tableGPUNodes, "alibaba-spot": tableSpotNodes, "alibaba-2018": table2018Meta}
 	workloadSources  = map[string]traceTable{"alibaba-gpu": tableGPUPods, "alibaba-batch": table2018Batch}
-	clusterSpecHelp  = "synthetic, alibaba-gpu[:FILE] (nodes.csv) or alibaba-2018[:FILE] (machine_meta.csv)"
+	clusterSpecHelp  = "synthetic, alibaba-gpu[:FILE] (nodes.csv), alibaba-spot[:FILE] (node_info_df.csv) or alibaba-2018[:FILE] (machine_meta.csv)"
 	workloadSpecHelp = "synthetic, alibaba-gpu[:FILE] (pods.csv) or alibaba-batch[:FILE] (2018 jobs.csv)"
 )
 
 // ClusterSpecHelp and WorkloadSpecHelp describe the spec grammar for flag
 // help: a source alone is the bundled copy, SOURCE:FILE a file on disk.
 const (
-	ClusterSpecHelp  = "cluster: synthetic, alibaba-gpu (bundled nodes.csv) or alibaba-2018 (bundled machine_meta.csv); SOURCE:FILE reads FILE (or FOLDER/usual-name, .gz too)"
+	ClusterSpecHelp  = "cluster: synthetic, alibaba-gpu (bundled nodes.csv), alibaba-spot (bundled spot-trace node_info_df.csv) or alibaba-2018 (bundled machine_meta.csv); SOURCE:FILE reads FILE (or FOLDER/usual-name, .gz too)"
 	WorkloadSpecHelp = "workload: synthetic, alibaba-gpu (bundled pods.csv) or alibaba-batch (bundled 2018 jobs.csv); SOURCE:FILE reads FILE (or FOLDER/usual-name, .gz too)"
 )
 
@@ -119,7 +120,7 @@ func parseSpec(kind, s, help string, known map[string]traceTable) (src, path str
 // "synthetic", "alibaba-gpu" or "alibaba-2018" (the bundled tables), or
 // "SOURCE:PATH" (a file on disk).
 type ClusterSpec struct {
-	Source   string // synthetic, alibaba-gpu, alibaba-2018
+	Source   string // synthetic, alibaba-gpu, alibaba-spot, alibaba-2018
 	Path     string // "" for the bundled copy
 	Machines int    // synthetic only
 	Seed     uint64 // synthetic only
@@ -144,6 +145,8 @@ func (cs ClusterSpec) Load() (*Cluster, error) {
 		return NewSyntheticCluster(cs.Machines, cs.Seed)
 	case "alibaba-gpu":
 		return loadTable(tableGPUNodes, cs.Path, ReadAlibabaGPUNodes)
+	case "alibaba-spot":
+		return loadTable(tableSpotNodes, cs.Path, ReadAlibabaSpotNodes)
 	case "alibaba-2018":
 		return loadTable(table2018Meta, cs.Path, func(name string, r io.Reader) (*Cluster, error) {
 			return ReadAlibaba2018Machines(name, r, Alibaba2018Options{})
