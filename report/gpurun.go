@@ -56,8 +56,10 @@ type GPURunConfig struct {
 	// GPU load: rate x mean GPU-hours per job on a V100 / the cluster's
 	// capacity in V100s) sets it.
 	Rate, Load float64
-	// Policy is a registered allocation policy (env.AllocationPolicyNames).
+	// Policy is a registered allocation policy (env.AllocationPolicyNames)
+	// and Params its parameters (a TunablePolicy's), set in order.
 	Policy string
+	Params []env.PolicyParam
 	// Seed draws the jobs (the same as Gavel's simulator with that seed)
 	// and seeds the mechanism and seeded policies.
 	Seed uint64
@@ -120,7 +122,7 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 	case cfg.Rate == 0 && !(cfg.Load > 0 && cfg.Load < 100):
 		return GPUMetrics{}, fmt.Errorf("scenario %s: give a rate (jobs/h) or an offered GPU load in (0, 100), got load %v", cfg.Scenario, cfg.Load)
 	}
-	pol, err := env.AllocationPolicyByName(cfg.Policy)
+	pol, err := env.NewAllocationPolicy(cfg.Policy, cfg.Params)
 	if err != nil {
 		return GPUMetrics{}, err
 	}
