@@ -426,7 +426,8 @@ func (p *Gandiva) pairUp(s *RoundState) {
 // (GPU-seconds) falls in, Thresholds apart, then by arrival; in that order
 // each job takes whole GPUs (x = 1) of the type with the most free GPUs
 // that fit its gang. It is heterogeneity-agnostic and preemptive at every
-// allocation recomputation.
+// allocation recomputation. With RoundConfig.Locality it consolidates the
+// placement-sensitive jobs (ConsolidatingPolicy).
 type Tiresias struct {
 	// Thresholds are the attained service (GPU-seconds) that demote a job
 	// to the next queue; default one and ten GPU-hours.
@@ -437,6 +438,15 @@ type Tiresias struct {
 
 // Name implements AllocationPolicy.
 func (p *Tiresias) Name() string { return "tiresias" }
+
+// MustConsolidate implements ConsolidatingPolicy with Tiresias's rule
+// (Gu et al., NSDI 2019): only a job whose model is sensitive
+// to placement is consolidated, sensitive meaning here that its table
+// throughput spread over servers is below half its consolidated one on
+// the GPU type; other gangs take any free GPUs.
+func (p *Tiresias) MustConsolidate(consolidated, spread float64) bool {
+	return spread < 0.5*consolidated
+}
 
 // RoundHints implements RoundHintsPolicy.
 func (p *Tiresias) RoundHints() RoundHints { return RoundHints{SkipUnallocated: true} }

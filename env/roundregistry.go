@@ -109,3 +109,17 @@ type PackingPolicy interface {
 type SeededPolicy interface {
 	Seed(seed uint64)
 }
+
+// ConsolidatingPolicy is implemented by policies that run some gangs only
+// on one server (Tiresias: the jobs whose model is sensitive to
+// placement). For each gang of two or more GPUs that does not keep its
+// GPUs, the round mechanism asks MustConsolidate with the job's table
+// throughputs on the GPU type at its scale factor, consolidated on one
+// server and spread over several (0 where the table has none); a gang
+// that must consolidate and finds no server with the gang free waits the
+// round, and the jobs behind it take the GPUs left. It acts only with
+// RoundConfig.Locality: without it every gang runs at its consolidated
+// throughput wherever it is placed, and placement is left as it is.
+type ConsolidatingPolicy interface {
+	MustConsolidate(consolidated, spread float64) bool
+}

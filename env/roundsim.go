@@ -48,6 +48,10 @@ type RoundConfig struct {
 	// input and x (read only, valid during the call). Recorders use it;
 	// the run does not depend on it.
 	OnAllocate func(s *RoundState, x []float64)
+	// Placement names the GangPlacer that chooses the free GPUs of a gang
+	// that does not keep its last round's (GangPlacerNames; "" is Gavel's
+	// worker order, "gavel").
+	Placement string
 }
 
 func (c *RoundConfig) fill() error {
@@ -67,6 +71,9 @@ func (c *RoundConfig) fill() error {
 		return fmt.Errorf("round config: cross-rack factor %v must be in (0, 1]", c.CrossRackFactor)
 	case c.MeasureFrom < 0 || c.MeasureTo <= c.MeasureFrom:
 		return fmt.Errorf("round config: measured jobs [%d, %d) is empty", c.MeasureFrom, c.MeasureTo)
+	}
+	if _, err := GangPlacerByName(c.Placement); err != nil {
+		return fmt.Errorf("round config: %w", err)
 	}
 	return nil
 }
@@ -140,7 +147,9 @@ type RoundSim struct {
 	cfg    RoundConfig
 	pol    AllocationPolicy
 	pack   PackingPolicy
+	cons   ConsolidatingPolicy
 	hints  RoundHints
+	placer GangPlacer
 	src    JobSource
 	rng    *pyRandom
 	nt     int
@@ -162,7 +171,21 @@ type RoundSim struct {
 	workerSrv  []int
 	workerRack []int
 	workerStmp []int
-	cursor     [][]int
+	cursor     [][]int // per type and server, sized by layoutServers (placement counts srvFree)
+
+	// placement, per type: free GPUs per server this round, each server's
+	// rack within the type, the type's first global server and its racks,
+	// the first server that may have free GPUs; take is the placer's
+	// answer, typical the round's most common gang size.
+	srvFree  [][]int
+	srvRack  [][]int
+	srvBase  []int
+	srvRacks []int
+	srvLo    []int
+	take     []PlaceTake
+	preq     PlaceRequest
+	typical  int
+	scaleCnt []int
 
 	// check, when set (tests), is called after each round's placement.
 	check func()
@@ -203,6 +226,8 @@ func NewRoundSim(c *GPUCluster, pol AllocationPolicy, src JobSource, cfg RoundCo
 	s := &RoundSim{c: c, cfg: cfg, pol: pol, src: src, nt: len(c.Types), pairDf: map[[2]int]*entry{},
 		rng: newPyRandom(cfg.Seed + 5)}
 	s.pack, _ = pol.(PackingPolicy)
+	s.cons, _ = pol.(ConsolidatingPolicy)
+	s.placer, _ = GangPlacerByName(cfg.Placement)
 	if sp, ok := pol.(SeededPolicy); ok {
 		sp.Seed(cfg.Seed)
 	}
@@ -541,11 +566,19 @@ func (s *RoundSim) picked(id int) bool { return s.jobs[id].schedAt == s.rounds }
 // arrival order) take the type's GPUs while they fit. Only the head of the
 // order is needed, so the entries go into a heap and are popped until the
 // type is full.
-func (s *RoundSim) pick(t int) {
+//
+// A backfill pick (after a consolidated gang waited, see assign) takes
+// the GPUs left in the same order, entries without an allocation on the
+// type included even under SkipUnallocated (the policy meant these GPUs
+// to be used), entries never allocated excluded.
+func (s *RoundSim) pick(t int, backfill bool) {
 	q := s.queue[:0]
 	add := func(e *entry) {
 		k := [3]float64{s.priority(e, t), e.deficit[t], allocOf(e, t)}
-		if s.hints.SkipUnallocated && k[0] <= 0 {
+		if backfill && !e.hasAlloc {
+			return
+		}
+		if !backfill && s.hints.SkipUnallocated && k[0] <= 0 {
 			return // never picked: Gavel's FIFO skips zero priorities
 		}
 		q = append(q, qent{e: e, key: k, ord: len(q)})
@@ -630,8 +663,9 @@ func (s *RoundSim) startRound() error {
 	copy(s.left, s.c.Capacity)
 	for _, t := range s.round {
 		s.sched[t] = s.sched[t][:0]
-		s.pick(t)
+		s.pick(t, false)
 	}
+	s.resetPlacement()
 	s.running = s.running[:0]
 	for _, t := range s.round {
 		if err := s.assign(t); err != nil {
@@ -649,13 +683,31 @@ func (s *RoundSim) startRound() error {
 // assign is the placement half of Gavel's _schedule_jobs_on_workers for
 // one type: gangs from the largest scale factor down; a gang that ran on
 // this type last round keeps its GPUs when none was taken yet (a lease);
-// the others take free GPUs server by server, in worker order.
+// the others take free GPUs where the placer (RoundConfig.Placement)
+// chooses, Gavel's being server by server in worker order.
+//
+// A gang the policy consolidates (ConsolidatingPolicy, with Locality)
+// takes GPUs of one server only; when no server has the gang free it waits
+// this round, its GPUs go back to the type, and the type is picked again
+// (a backfill) for the jobs behind it.
 func (s *RoundSim) assign(t int) error {
-	list := s.sched[t]
+	start := 0
+	for {
+		waited, err := s.assignGangs(t, s.sched[t][start:])
+		if err != nil || !waited {
+			return err
+		}
+		start = len(s.sched[t])
+		s.pick(t, true)
+		if len(s.sched[t]) == start {
+			return nil
+		}
+	}
+}
+
+func (s *RoundSim) assignGangs(t int, list []*entry) (waited bool, err error) {
 	slices.SortStableFunc(list, func(a, b *entry) int { return s.scaleOf(b) - s.scaleOf(a) })
-	cur, srv := s.cursor[t], s.servers[t]
-	clear(cur)
-	ptr, r := 0, s.rounds
+	r := s.rounds
 	for i := 0; i < len(list); {
 		sc := s.scaleOf(list[i])
 		end := i
@@ -674,7 +726,7 @@ func (s *RoundSim) assign(t int) error {
 			}
 			if free {
 				for _, w := range e.prevWk {
-					s.workerStmp[w] = r
+					s.takeWorker(t, w)
 				}
 				copy(e.wk, e.prevWk)
 				e.kept = true
@@ -685,29 +737,135 @@ func (s *RoundSim) assign(t int) error {
 				if !e.hasAlloc {
 					continue // Gavel reserves the GPUs but runs nothing on them
 				}
-				n := 0
-				for n < sc && ptr < len(srv) {
-					if cur[ptr] == len(srv[ptr]) {
-						ptr++
+				one := s.mustConsolidate(e, t)
+				if !s.placeGang(e, t, sc, one) {
+					if one {
+						waited = true
+						s.left[t] += sc
 						continue
 					}
-					w := srv[ptr][cur[ptr]]
-					cur[ptr]++
-					if s.workerStmp[w] != r {
-						s.workerStmp[w] = r
-						e.wk[n] = w
-						n++
-					}
-				}
-				if n < sc {
-					return fmt.Errorf("round %d: no %d free %s GPUs for job %d", r, sc, s.state.Types[t], e.a)
+					return waited, fmt.Errorf("round %d: no %d free %s GPUs for job %d", r, sc, s.state.Types[t], e.a)
 				}
 			}
 			s.launch(e, t)
 		}
 		i = end
 	}
-	return nil
+	return waited, nil
+}
+
+// mustConsolidate reports whether the policy runs e's gang on type t only
+// on one server: with Locality, for gangs of two or more GPUs, when either
+// job's table throughputs make the policy say so.
+func (s *RoundSim) mustConsolidate(e *entry, t int) bool {
+	sc := s.scaleOf(e)
+	if s.cons == nil || !s.cfg.Locality || sc < 2 {
+		return false
+	}
+	g := s.c.Types[t]
+	for _, id := range [2]int{e.a, e.b} {
+		if id < 0 {
+			continue
+		}
+		m := s.jobs[id].Model
+		if s.cons.MustConsolidate(s.c.Table.Throughput(m, g, sc, false), s.c.Table.Throughput(m, g, sc, true)) {
+			return true
+		}
+	}
+	return false
+}
+
+// resetPlacement frees every server for the round's placement and finds
+// its most common gang size (the smaller on ties).
+func (s *RoundSim) resetPlacement() {
+	if s.srvFree == nil {
+		s.initPlacement()
+	}
+	for t, srv := range s.servers {
+		for k, ids := range srv {
+			s.srvFree[t][k] = len(ids)
+		}
+		s.srvLo[t] = 0
+	}
+	clear(s.scaleCnt)
+	for _, id := range s.active {
+		sc := s.jobs[id].Scale
+		if sc >= len(s.scaleCnt) {
+			s.scaleCnt = slices.Grow(s.scaleCnt, sc+1-len(s.scaleCnt))[:sc+1]
+		}
+		s.scaleCnt[sc]++
+	}
+	s.typical = 1
+	for sc, n := range s.scaleCnt {
+		if n > s.scaleCnt[s.typical] {
+			s.typical = sc
+		}
+	}
+}
+
+// initPlacement sizes the placement buffers to the server layout (which
+// NewRoundSimServers may replace after NewRoundSim).
+func (s *RoundSim) initPlacement() {
+	s.srvFree = make([][]int, s.nt)
+	s.srvRack = make([][]int, s.nt)
+	s.srvBase = make([]int, s.nt)
+	s.srvRacks = make([]int, s.nt)
+	s.srvLo = make([]int, s.nt)
+	for t, srv := range s.servers {
+		s.srvFree[t] = make([]int, len(srv))
+		s.srvRack[t] = make([]int, len(srv))
+		if len(srv) == 0 {
+			continue
+		}
+		s.srvBase[t] = s.workerSrv[srv[0][0]]
+		first := s.workerRack[srv[0][0]]
+		for k, ids := range srv {
+			s.srvRack[t][k] = s.workerRack[ids[0]] - first
+			s.srvRacks[t] = s.srvRack[t][k] + 1
+		}
+	}
+	s.scaleCnt = make([]int, 2)
+}
+
+// takeWorker marks worker w of type t taken this round.
+func (s *RoundSim) takeWorker(t, w int) {
+	s.workerStmp[w] = s.rounds
+	s.srvFree[t][s.workerSrv[w]-s.srvBase[t]]--
+}
+
+// placeGang gives e's gang of sc GPUs the free GPUs the placer chooses
+// (on one server when one is set), the first free ones of each server it
+// takes from; false when there is no such placement.
+func (s *RoundSim) placeGang(e *entry, t, sc int, one bool) bool {
+	free := s.srvFree[t]
+	lo := s.srvLo[t]
+	for lo < len(free) && free[lo] == 0 {
+		lo++
+	}
+	s.srvLo[t] = lo
+	req := &s.preq
+	*req = PlaceRequest{GPUs: sc, Typical: s.typical, Free: free[lo:], Rack: s.srvRack[t][lo:],
+		Racks: s.srvRacks[t], OneServer: one}
+	var ok bool
+	if s.take, ok = s.placer.Place(req, s.take[:0]); !ok {
+		return false
+	}
+	n := 0
+	for _, tk := range s.take {
+		m := tk.GPUs
+		for _, w := range s.servers[t][lo+tk.Server] {
+			if m == 0 {
+				break
+			}
+			if s.workerStmp[w] != s.rounds {
+				s.takeWorker(t, w)
+				e.wk[n] = w
+				n++
+				m--
+			}
+		}
+	}
+	return n == sc
 }
 
 // gangFactor is the throughput multiplier of a gang on workers wk for job

@@ -138,10 +138,12 @@ func TestMidRoundCompletion(t *testing.T) {
 	}
 }
 
-// TestGangsWhole is a property test: over random multi-GPU workloads and
-// policies, after every round's placement each running gang holds exactly
-// its scale factor of distinct GPUs, all of one type, no GPU is held twice,
-// and a job runs in at most one gang.
+// TestGangsWhole is a property test: over random multi-GPU workloads,
+// policies and gang placers, after every round's placement each running
+// gang holds exactly its scale factor of distinct GPUs, all of one type,
+// no GPU is held twice, a job runs in at most one gang, and a gang the
+// policy consolidates (Tiresias's placement-sensitive jobs) is on one
+// server.
 func TestGangsWhole(t *testing.T) {
 	tab, err := GavelThroughputTable()
 	if err != nil {
@@ -152,55 +154,69 @@ func TestGangsWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.ServersPerRack = 2
-	seeds := 4
+	seeds, consolidated := 4, 0
 	if testing.Short() {
 		seeds = 1
 	}
-	for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle"} {
-		for seed := range uint64(seeds) {
-			pol, _ := AllocationPolicyByName(name)
-			gen, err := NewGavelGenerator(tab, GavelWorkloadConfig{Rate: 0.5, Multi: true, Seed: seed})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sim, err := NewRoundSim(cl, pol, gen, RoundConfig{Seed: seed, Locality: true, RestoreSeconds: 30, MeasureFrom: 0, MeasureTo: 60, MaxActive: 200})
-			if err != nil {
-				t.Fatal(err)
-			}
-			checked := 0
-			sim.check = func() {
-				held := map[int]int{}
-				inGang := map[int]bool{}
-				for _, e := range sim.running {
-					if len(e.wk) != sim.scaleOf(e) {
-						t.Fatalf("%s: job %d has %d GPUs for a gang of %d", name, e.a, len(e.wk), sim.scaleOf(e))
-					}
-					for _, id := range []int{e.a, e.b} {
-						if id >= 0 {
-							if inGang[id] {
-								t.Fatalf("%s: job %d in two gangs", name, id)
-							}
-							inGang[id] = true
-						}
-					}
-					for _, w := range e.wk {
-						if held[w]++; held[w] > 1 {
-							t.Fatalf("%s: GPU %d held twice", name, w)
-						}
-						if w < 0 || sim.typeOfWorker(w) != e.curType {
-							t.Fatalf("%s: job %d runs on GPU %d of another type", name, e.a, w)
-						}
-					}
+	for _, placement := range GangPlacerNames() {
+		for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle"} {
+			name := name + "/" + placement
+			for seed := range uint64(seeds) {
+				pol, _ := AllocationPolicyByName(strings.TrimSuffix(name, "/"+placement))
+				gen, err := NewGavelGenerator(tab, GavelWorkloadConfig{Rate: 0.5, Multi: true, Seed: seed})
+				if err != nil {
+					t.Fatal(err)
 				}
-				checked++
-			}
-			if _, err := sim.Run(); err != nil {
-				t.Fatal(err)
-			}
-			if checked == 0 {
-				t.Fatalf("%s: no round checked", name)
+				sim, err := NewRoundSim(cl, pol, gen, RoundConfig{Seed: seed, Locality: true, RestoreSeconds: 30, MeasureFrom: 0, MeasureTo: 60, MaxActive: 200, Placement: placement})
+				if err != nil {
+					t.Fatal(err)
+				}
+				checked := 0
+				sim.check = func() {
+					held := map[int]int{}
+					inGang := map[int]bool{}
+					for _, e := range sim.running {
+						if len(e.wk) != sim.scaleOf(e) {
+							t.Fatalf("%s: job %d has %d GPUs for a gang of %d", name, e.a, len(e.wk), sim.scaleOf(e))
+						}
+						for _, id := range []int{e.a, e.b} {
+							if id >= 0 {
+								if inGang[id] {
+									t.Fatalf("%s: job %d in two gangs", name, id)
+								}
+								inGang[id] = true
+							}
+						}
+						if sim.mustConsolidate(e, e.curType) {
+							consolidated++
+							for _, w := range e.wk {
+								if sim.workerSrv[w] != sim.workerSrv[e.wk[0]] {
+									t.Fatalf("%s: consolidated job %d spread over servers: %v", name, e.a, e.wk)
+								}
+							}
+						}
+						for _, w := range e.wk {
+							if held[w]++; held[w] > 1 {
+								t.Fatalf("%s: GPU %d held twice", name, w)
+							}
+							if w < 0 || sim.typeOfWorker(w) != e.curType {
+								t.Fatalf("%s: job %d runs on GPU %d of another type", name, e.a, w)
+							}
+						}
+					}
+					checked++
+				}
+				if _, err := sim.Run(); err != nil {
+					t.Fatal(err)
+				}
+				if checked == 0 {
+					t.Fatalf("%s: no round checked", name)
+				}
 			}
 		}
+	}
+	if consolidated == 0 {
+		t.Fatal("no consolidated gang checked")
 	}
 }
 
