@@ -1,11 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/rl"
+	"github.com/tegrl/tegrl/rl/transport"
 )
 
 func init() { addCommand(newActorCmd) }
@@ -32,11 +34,11 @@ new for --idle-timeout (a learner that died).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ID, cfg.Logger = id, a.log
 			var err error
-			if cfg.User, cfg.Password, err = credentialsFrom(creds); err != nil {
-				return err
+			if cfg.User, cfg.Password, err = transport.CredentialsFrom(creds); err != nil {
+				return fmt.Errorf("--credentials: %w", err)
 			}
-			if cfg.TrustKey, err = trustKeyFrom(trust); err != nil {
-				return err
+			if cfg.TrustKey, err = transport.TrustKeyFrom(trust); err != nil {
+				return fmt.Errorf("--trust-key: %w", err)
 			}
 			return rl.RunRemoteActor(cmd.Context(), cfg)
 		},

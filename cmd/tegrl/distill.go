@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -47,9 +46,9 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 				return err
 			}
 			if jsonOut {
-				return printSummaryJSON(a.stdout, sum)
+				return rl.WriteSummaryJSON(a.stdout, sum)
 			}
-			return printDistillSummary(a.stdout, sum)
+			return distill.WriteSummary(a.stdout, sum)
 		},
 	}
 	fl, def := cmd.Flags(), distill.DefaultConfig(rl.PolicyConfig{})
@@ -71,21 +70,4 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 	fl.IntVar(&r.LatencyMachines, "latency-machines", 1523, "synthetic cluster size on which whole decisions of teacher and student are timed (0 skips)")
 	fl.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
 	return cmd
-}
-
-func printDistillSummary(w io.Writer, sum *distill.Summary) error {
-	last := sum.Log[len(sum.Log)-1]
-	fmt.Fprintf(w, "student (%d parameters, teacher %d) on %d decisions: top-1 agreement %.3f; network latency %.1f µs (teacher %.1f µs)\n",
-		sum.Params["student"], sum.Params["teacher"], sum.Decisions, last.Agreement, sum.LatencyUS["student"], sum.LatencyUS["teacher"])
-	if sum.DecisionUS != nil {
-		fmt.Fprintf(w, "  whole decision on %d machines: student %.1f µs, teacher %.1f µs (%.1fx faster)\n",
-			sum.DecisionMachines, sum.DecisionUS["student"], sum.DecisionUS["teacher"], sum.DecisionUS["teacher"]/sum.DecisionUS["student"])
-	}
-	for _, r := range sum.Eval {
-		fmt.Fprintf(w, "  %-8s slowdown %.3f  SLA viol %.2f%%  safety viol %d\n", r.Scheduler, r.MeanSlowdown, 100*r.SLAViolationRate, r.SafetyViolations)
-	}
-	if sum.ReturnRatio > 0 {
-		fmt.Fprintf(w, "  teacher/student slowdown ratio %.3f (1: as good; below 1: the student is worse)\n", sum.ReturnRatio)
-	}
-	return nil
 }

@@ -2,16 +2,13 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/mattn/go-isatty"
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/datasets"
+	"github.com/tegrl/tegrl/report"
 )
 
 func newDatasetFetchCmd(a *app) *cobra.Command {
@@ -43,7 +40,7 @@ e.g. --workload alibaba-gpu:DIR/alibaba-gpu-v2023/openb_pod_list_default.csv.`,
 					return fmt.Errorf("--dir: %w; pass --dir", err)
 				}
 			}
-			got, err := datasets.Fetch(cmd.Context(), args[0], datasets.FetchOptions{Dir: dir, Stall: stall, Bar: byteBar(a.stderr), Log: a.log})
+			got, err := datasets.Fetch(cmd.Context(), args[0], datasets.FetchOptions{Dir: dir, Stall: stall, Bar: report.ByteBar(a.stderr), Log: a.log})
 			if jsonOut && err == nil {
 				return printJSON(a.stdout, got)
 			}
@@ -56,16 +53,4 @@ e.g. --workload alibaba-gpu:DIR/alibaba-gpu-v2023/openb_pod_list_default.csv.`,
 	fl.DurationVar(&stall, "stall", 30*time.Second, "retry a download that receives nothing for this long")
 	fl.BoolVar(&jsonOut, "json", false, "print a JSON array (one object per file) instead of a table")
 	return cmd
-}
-
-// byteBar returns a progress bar factory drawing on w when it is a
-// terminal, else nil (no bar).
-func byteBar(w io.Writer) func(int64, string) io.Writer {
-	f, ok := w.(*os.File)
-	if !ok || !isatty.IsTerminal(f.Fd()) && !isatty.IsCygwinTerminal(f.Fd()) {
-		return nil
-	}
-	return func(size int64, name string) io.Writer {
-		return progressbar.DefaultBytes(size, name)
-	}
 }

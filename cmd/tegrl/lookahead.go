@@ -1,9 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"runtime"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/env"
@@ -13,18 +10,8 @@ import (
 
 func init() { addCommand(newLookaheadCmd) }
 
-// lookaheadFlags are the flags of tegrl lookahead.
-type lookaheadFlags struct {
-	runSource
-	base, seeds                string
-	every, candidates, workers int
-	support                    float64
-	jsonOut                    bool
-	teg                        *tegFlag
-}
-
 func newLookaheadCmd(a *app) *cobra.Command {
-	f := &lookaheadFlags{}
+	f := &rl.LookaheadRun{}
 	cmd := &cobra.Command{
 		Use:   "lookahead",
 		Short: "Measure how much a placement among the policy's candidates could gain over a scheduler, knowing the future",
@@ -52,61 +39,25 @@ re-weight the actions in langevin's logs could gain, knowing the future.`,
   tegrl lookahead --base kube --machines 96 --load 1.1 --duration 1h --seeds 201 --every 20 --json
   tegrl lookahead --base langevin --machines 96 --load 1.1 --duration 1h --seeds 201-206 --support 0.001`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runLookahead(cmd, a, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error { return rl.RunLookahead(cmd.Context(), *f, a.stdout) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.base, "base", "langevin", "scheduler improved upon: a built-in name or a policy file")
-	fl.StringVar(&f.seeds, "seeds", "1", "seeds: "+report.SeedsHelp+"; each seeds its cluster, workload and run")
-	fl.IntVar(&f.every, "every", 1, "evaluate every n-th decision (the others follow the base)")
-	fl.IntVar(&f.candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
-	fl.IntVar(&f.workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
-	fl.Float64Var(&f.support, "support", 0, "try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)")
-	f.teg = addTEGFlag(fl)
-	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object (base, every, candidates, support, seeds: one object per seed)")
-	fl.IntVar(&f.machines, "machines", 96, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
-	fl.StringVar(&f.workload, "workload", "synthetic", env.WorkloadSpecHelp)
-	fl.StringVar(&f.duration, "duration", "1h", "simulated time per episode (Go duration or seconds)")
-	fl.Float64Var(&f.tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
-	fl.Float64Var(&f.load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
-	fl.Float64Var(&f.compress, "compress", 1, "time-compression factor for trace workloads")
-	fl.IntVar(&f.maxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
-	fl.Float64Var(&f.mtbf, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
+	fl.StringVar(&f.Base, "base", "langevin", "scheduler improved upon: a built-in name or a policy file")
+	fl.StringVar(&f.Seeds, "seeds", "1", "seeds: "+report.SeedsHelp+"; each seeds its cluster, workload and run")
+	fl.IntVar(&f.Every, "every", 1, "evaluate every n-th decision (the others follow the base)")
+	fl.IntVar(&f.Candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
+	fl.IntVar(&f.Workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
+	fl.Float64Var(&f.Support, "support", 0, "try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)")
+	f.TEG = addTEGFlag(fl).forSched
+	fl.BoolVar(&f.JSON, "json", false, "print one JSON object (base, every, candidates, support, seeds: one object per seed)")
+	fl.IntVar(&f.Source.Machines, "machines", 96, "machines of the synthetic cluster")
+	fl.StringVar(&f.Source.Cluster, "cluster", "synthetic", env.ClusterSpecHelp)
+	fl.StringVar(&f.Source.Workload, "workload", "synthetic", env.WorkloadSpecHelp)
+	fl.StringVar(&f.Source.Duration, "duration", "1h", "simulated time per episode (Go duration or seconds)")
+	fl.Float64Var(&f.Source.Tick, "tick", env.DefaultSimConfig.Tick, "seconds per tick")
+	fl.Float64Var(&f.Source.Load, "load", env.DefaultWorkload.Load, "offered load of the synthetic workload")
+	fl.Float64Var(&f.Source.Compress, "compress", 1, "time-compression factor for trace workloads")
+	fl.IntVar(&f.Source.MaxInstances, "max-instances", 1, "instances per 2018 batch task turned into jobs (0: all)")
+	fl.Float64Var(&f.Source.MTBF, "mtbf", env.DefaultSimConfig.MTBF, "mean time between failures of one machine, seconds (negative: no failures)")
 	return cmd
-}
-
-func runLookahead(cmd *cobra.Command, a *app, f *lookaheadFlags) error {
-	if f.every < 1 || f.candidates < 2 || !(f.support >= 0 && f.support <= 1) {
-		return fmt.Errorf("--every must be >= 1, --candidates >= 2 and --support in [0, 1]")
-	}
-	mk, err := rl.SchedulerFactory(f.base)
-	if err != nil {
-		return fmt.Errorf("--base: %w", err)
-	}
-	ss, err := report.ParseSeeds(f.seeds)
-	if err != nil {
-		return fmt.Errorf("--seeds: %w", err)
-	}
-	if f.workers <= 0 {
-		f.workers = runtime.GOMAXPROCS(0)
-	}
-	build := func(seed uint64) (*env.Cluster, *env.Workload, env.SimConfig, error) {
-		src := f.runSource
-		src.seed = seed
-		c, w, cfg, err := src.build()
-		if err != nil {
-			return c, w, cfg, err
-		}
-		t, err := f.teg.forSched(mk())
-		cfg.TEG = &t
-		return c, w, cfg, err
-	}
-	rows, err := rl.LookaheadSeeds(cmd.Context(), build, mk, ss, rl.LookaheadConfig{Every: f.every, Candidates: f.candidates, Support: f.support}, f.workers)
-	if err != nil {
-		return err
-	}
-	if f.jsonOut {
-		return printJSON(a.stdout, map[string]any{"base": f.base, "every": f.every, "candidates": f.candidates, "support": f.support, "seeds": rows})
-	}
-	return rl.WriteLookaheadTable(a.stdout, f.base, rows)
 }

@@ -22,6 +22,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/tegrl/tegrl/report"
 )
 
 // app is the state shared by the root command and its subcommands.
@@ -43,12 +45,8 @@ func addCommand(newCmd func(*app) *cobra.Command) {
 	commands = append(commands, newCmd)
 }
 
-// newRootCmd builds the tegrl command tree writing to a.stdout and a.stderr.
-func newRootCmd(a *app) *cobra.Command {
-	root := &cobra.Command{
-		Use:   "tegrl",
-		Short: "Train and serve learned cluster schedulers",
-		Long: `tegrl trains and serves learned cluster schedulers.
+// rootLong is the help text of tegrl.
+const rootLong = `tegrl trains and serves learned cluster schedulers.
 
 It models a cluster (machines, GPUs, racks, network) and its workload (jobs
 from synthetic generators or public traces such as Alibaba's GPU cluster
@@ -84,8 +82,15 @@ Commands available today:
              Kubernetes scheduler extender, hot-loaded policies, A/B arms
 
 Results go to stdout (text tables, or JSON with --json); logs go to stderr.
-A progress bar appears on long work when stderr is a terminal.`,
-		Version:       versionString(),
+A progress bar appears on long work when stderr is a terminal.`
+
+// newRootCmd builds the tegrl command tree writing to a.stdout and a.stderr.
+func newRootCmd(a *app) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "tegrl",
+		Short:         "Train and serve learned cluster schedulers",
+		Long:          rootLong,
+		Version:       report.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {

@@ -5,16 +5,18 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/serve"
+	"github.com/tegrl/tegrl/serve/kube"
 )
 
 func init() { addCommand(newServeCmd) }
 
 func newServeCmd(a *app) *cobra.Command {
 	f := &serve.Options{}
-	var kf kubeFlags
+	var kf kube.Flags
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve scheduling decisions over HTTP: JSON API, Kubernetes scheduler extender, hot-loaded policies, A/B routing",
@@ -57,14 +59,20 @@ training output directory), or "hot" (none until one is hot-loaded).`,
   tegrl serve --scheduler hot --nats nats://127.0.0.1:4222 --policy-bucket tegrl-policies`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := kubeCluster(cmd, &kf, &f.Cluster); err != nil {
+			if err := kf.Check(cmd.Flags().Changed("cluster"), &f.Cluster); err != nil {
 				return err
 			}
-			f.Logger, f.Attach = a.log, kubeAttach(&kf, a)
+			f.Logger, f.Attach = a.log, kf.Attach(a.log)
 			return serve.Run(cmd.Context(), *f, func(url string) { fmt.Fprintln(a.stdout, url) })
 		},
 	}
-	fl := cmd.Flags()
+	addServeFlags(cmd.Flags(), f)
+	addKubeFlags(cmd.Flags(), &kf)
+	return cmd
+}
+
+// addServeFlags declares the flags of `tegrl serve` on fl.
+func addServeFlags(fl *pflag.FlagSet, f *serve.Options) {
 	fl.StringVar(&f.Listen, "listen", "127.0.0.1:8080", "host:port to listen on (port 0: a random free port)")
 	fl.StringVar(&f.Cluster, "cluster", "synthetic", "initial "+env.ClusterSpecHelp+"; or none (defined by the first POST /v1/state)")
 	fl.IntVar(&f.Machines, "machines", 1000, "machines of the synthetic cluster")
@@ -97,6 +105,4 @@ training output directory), or "hot" (none until one is hot-loaded).`,
 	fl.DurationVar(&f.RequestTimeout, "request-timeout", 10*time.Second, "bound on one request's handling")
 	fl.DurationVar(&f.ShutdownTimeout, "shutdown-timeout", 15*time.Second, "bound on draining in-flight requests at shutdown")
 	fl.StringVar(&f.Safety, "safety", "on", "safety layer (memory and rack power barrier) in the model's admission filter: on or off")
-	addKubeFlags(fl, &kf)
-	return cmd
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/spf13/pflag"
@@ -53,81 +52,12 @@ func (t *traceFlags) addTraceFlags(fl *pflag.FlagSet, info io.Writer) {
 }
 
 // build builds the cluster, the workload and the run's configuration
-// (without its TEG part) and describes them on f.info.
+// (without its TEG part) and describes them on f.info (env.SourceSpec).
 func (f *runSource) build() (*env.Cluster, *env.Workload, env.SimConfig, error) {
-	cfg := env.SimConfig{Seed: f.seed, Tick: f.tick, MaxTicks: f.ticks, MTBF: f.mtbf}
-	cs, err := env.ParseClusterSpec(f.cluster)
-	if err != nil {
-		return nil, nil, cfg, err
+	s := env.SourceSpec{Machines: f.machines, Ticks: f.ticks, MaxInstances: f.maxInstances, Cluster: f.cluster, Workload: f.workload,
+		Duration: f.duration, Tick: f.tick, Load: f.load, Compress: f.compress, MTBF: f.mtbf, Seed: f.seed}
+	if f.fs != nil {
+		s.Cut = &env.TraceCut{ClusterSeed: f.clusterSeed, Start: f.start, Window: f.window, TickSet: f.fs.Changed("tick"), LoadSet: f.fs.Changed("load")}
 	}
-	cs.Machines, cs.Seed = f.machines, f.seed
-	ws, err := env.ParseWorkloadSpec(f.workload)
-	if err != nil {
-		return nil, nil, cfg, err
-	}
-	ws.Seed, ws.Config.Load, ws.Compress, ws.MaxInstances = f.seed, f.load, f.compress, f.maxInstances
-	if err := f.applyTrace(&cs, &ws); err != nil {
-		return nil, nil, cfg, err
-	}
-	c, err := cs.Load()
-	if err != nil {
-		return nil, nil, cfg, fmt.Errorf("load cluster: %w", err)
-	}
-	w, err := ws.Load(c)
-	if err != nil {
-		return nil, nil, cfg, fmt.Errorf("load workload: %w", err)
-	}
-	switch {
-	case f.duration != "":
-		if cfg.Duration, err = parseSeconds(f.duration); err != nil {
-			return nil, nil, cfg, err
-		}
-	case ws.Source == "synthetic":
-		cfg.Duration = ws.Config.Horizon
-	}
-	if ws.Source != "synthetic" {
-		if f.fs == nil || !f.fs.Changed("tick") { // the tick scales with --compress unless given
-			cfg.Tick = ws.Tick(cfg.Tick)
-		}
-		if f.duration == "" && ws.Window.Length > 0 {
-			cfg.Duration = ws.Window.Length / ws.Compress
-		}
-	}
-	if f.info != nil {
-		fmt.Fprintln(f.info, cs.Describe(c))
-		if ws.Source != "synthetic" {
-			fmt.Fprintln(f.info, env.DescribeTraceLoad(w, c, ws.TraceLoad))
-		}
-	}
-	return c, w, cfg, nil
-}
-
-// applyTrace sets the cluster seed, the window, and for trace workloads
-// --load as a target offered load (the synthetic workload reads --load).
-func (f *runSource) applyTrace(cs *env.ClusterSpec, ws *env.WorkloadSpec) error {
-	if f.fs == nil {
-		return nil
-	}
-	cs.Seed = f.clusterSeed
-	if ws.Source == "synthetic" {
-		if f.start != "" || f.window != "" {
-			return fmt.Errorf("--start and --window cut trace workloads; the synthetic workload has --duration")
-		}
-		return nil
-	}
-	var err error
-	if f.start != "" {
-		if ws.Window.Start, err = parseSeconds(f.start); err != nil {
-			return fmt.Errorf("--start: %w", err)
-		}
-	}
-	if f.window != "" {
-		if ws.Window.Length, err = parseSeconds(f.window); err != nil || ws.Window.Length == 0 {
-			return fmt.Errorf("--window %q: want a positive length (leave it out for the whole trace)", f.window)
-		}
-	}
-	if f.fs.Changed("load") {
-		ws.TraceLoad = f.load
-	}
-	return nil
+	return s.Build(f.info)
 }

@@ -1,0 +1,260 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl/transport"
+)
+
+// TrainOptions is tegrl train as its command line gives it: a preset, the
+// settings that override it, the offline mode, the evaluation and the
+// output. Run turns it into a TrainRun or an OfflineRun and prints the
+// summary; its errors name the command's flags.
+type TrainOptions struct {
+	Preset string // Preset's name
+	Out    string // output directory, created if missing
+	Seed   uint64
+	// Actors, SegmentLen, Sync, MaxLag, Transport, NATSURL, Token and RunID
+	// are TrainConfig's.
+	Actors, SegmentLen          int
+	Sync                        bool
+	MaxLag                      uint64
+	Transport, NATSURL, Token   string
+	RunID                       string
+	Credentials                 string // NATS user credentials file (transport.CredentialsFrom)
+	KeyFromSeed                 bool   // derive the signing key from Seed (transport.RunSigningKey)
+	Steps, Batch                int
+	Machines, Candidates        int
+	Hidden                      int
+	Load, Episode               float64
+	LR, EntCoef, Gamma, Shaping float64
+	Encoder, Reward, Baseline   string
+	Replicas                    bool
+	// Nodes and Pods are the trace tables of the saturate preset.
+	Nodes, Pods string
+	// EvalSeeds ("": no evaluation) and EvalRefs are lists of held-out
+	// seeds and built-in schedulers.
+	EvalSeeds, EvalRefs string
+	CheckpointEvery     int    // updates between checkpoints in Out/checkpoint (0: none)
+	Resume, Init        string // checkpoint directory to resume; policy to start from
+	// Offline, when set, lists recording folders to learn from offline
+	// with OfflineConfig; OfflineRef is the scheduler the rewards are
+	// relative to.
+	Offline, OfflineRef string
+	OfflineConfig       OfflineConfig
+	JSON                bool // print summary.json instead of text
+	// Set tells whether a flag was given: the settings above that have a
+	// preset default override it only then.
+	Set     func(flag string) bool
+	Command string
+	Logger  *slog.Logger
+	Bar     io.Writer // progress bar, drawn when it is a terminal
+}
+
+// config is the run's configuration: the preset with the settings given
+// applied. The saturate preset's evaluation seeds replace EvalSeeds unless
+// it was given.
+func (o *TrainOptions) config() (TrainConfig, error) {
+	cfg, err := Preset(o.Preset)
+	if err != nil {
+		return cfg, err
+	}
+	for _, s := range []struct {
+		flag string
+		set  func()
+	}{
+		{"steps", func() { cfg.TotalSteps = o.Steps }}, {"batch", func() { cfg.BatchSize = o.Batch }},
+		{"machines", func() { cfg.Env.Machines = o.Machines }}, {"load", func() { cfg.Env.Load = o.Load }},
+		{"episode", func() { cfg.Env.Episode = o.Episode }}, {"lr", func() { cfg.PPO.LR = o.LR }},
+		{"gamma", func() { cfg.PPO.Gamma = o.Gamma }}, {"ent-coef", func() { cfg.PPO.EntCoef = o.EntCoef }},
+		{"candidates", func() { cfg.Policy.Candidates = o.Candidates }}, {"hidden", func() { cfg.Policy.Hidden = o.Hidden }},
+		{"reward", func() { cfg.Env.Reward = o.Reward }}, {"reward-baseline", func() { cfg.Env.Baseline = o.Baseline }},
+		{"encoder", func() { cfg.Policy.Encoder = map[bool]string{true: "", false: o.Encoder}[o.Encoder == "mlp"] }},
+	} {
+		if o.Set(s.flag) {
+			s.set()
+		}
+	}
+	if o.Shaping > 0 {
+		cfg.Env.Shaping, cfg.Env.ShapingGamma = o.Shaping, cfg.PPO.Gamma
+	}
+	cfg.Policy.Replicas = o.Replicas
+	if sat := cfg.Env.Saturate; sat != nil {
+		if o.Offline != "" {
+			return cfg, fmt.Errorf("--preset saturate learns online only")
+		}
+		sat.Nodes, sat.Pods = o.Nodes, o.Pods
+		if err := env.CheckTraceFile("--nodes", o.Nodes); err != nil {
+			return cfg, err
+		}
+		if err := env.CheckTraceFile("--pods", o.Pods); err != nil {
+			return cfg, err
+		}
+		if !o.Set("eval-seeds") {
+			o.EvalSeeds = SaturateEvalSeeds
+		}
+	}
+	cfg.RunID, cfg.Seed, cfg.Actors, cfg.SegmentLen = o.RunID, o.Seed, o.Actors, o.SegmentLen
+	cfg.Sync, cfg.MaxLag, cfg.Transport, cfg.NATSURL, cfg.Token = o.Sync, o.MaxLag, o.Transport, o.NATSURL, o.Token
+	if o.CheckpointEvery > 0 {
+		cfg.CheckpointDir, cfg.CheckpointEvery = filepath.Join(o.Out, "checkpoint"), o.CheckpointEvery
+	}
+	cfg.Resume = o.Resume
+	if o.Init != "" {
+		if cfg.Init, _, err = ReadPolicyFile(o.Init); err != nil {
+			return cfg, fmt.Errorf("--init: %w", err)
+		}
+	}
+	return cfg, nil
+}
+
+// evalSets parses EvalSeeds and EvalRefs.
+func (o *TrainOptions) evalSets() (seeds []uint64, refs []string, err error) {
+	if o.EvalSeeds == "" {
+		return nil, nil, nil
+	}
+	if seeds, err = report.ParseSeeds(o.EvalSeeds); err != nil {
+		return nil, nil, err
+	}
+	for _, name := range strings.Split(o.EvalRefs, ",") {
+		if name = strings.TrimSpace(name); name == "" {
+			continue
+		}
+		if _, err := BuiltinEntry(name); err != nil {
+			return nil, nil, fmt.Errorf("--eval-ref: %w", err)
+		}
+		refs = append(refs, name)
+	}
+	return seeds, refs, nil
+}
+
+// Run checks o, trains (RunTrain, or RunOffline with Offline) into Out
+// and prints the summary to w.
+func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
+	if o.Out == "" {
+		return fmt.Errorf("--out DIR is required")
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	cfg, err := o.config()
+	if err != nil {
+		return err
+	}
+	cfg.Logger = o.Logger
+	seeds, refs, err := o.evalSets()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	if cfg.User, cfg.Password, err = transport.CredentialsFrom(o.Credentials); err != nil {
+		return fmt.Errorf("--credentials: %w", err)
+	}
+	var pub string
+	if cfg.SigningKey, pub, err = transport.RunSigningKey(o.Out, o.Seed, o.KeyFromSeed, o.Resume != ""); err != nil {
+		return err
+	}
+	o.Logger.Info("parameters and policies signed", "public_key", pub)
+	if o.Offline != "" {
+		return o.runOffline(ctx, w, cfg, seeds, refs)
+	}
+	bar := report.NewProgress(o.Bar, cfg.TotalSteps, "train")
+	cfg.Progress = func(l UpdateLog) {
+		_ = bar.Add(cfg.BatchSize)
+		o.Logger.Debug("update", "update", l.Update, "steps", l.Steps, "return", l.EpisodeReturn, "slowdown", l.MeanSlowdown,
+			"kl", l.ApproxKL, "clip", l.ClipFrac, "ev", l.ExplainedVar, "entropy", l.Entropy)
+	}
+	sum, err := RunTrain(ctx, TrainRun{Config: cfg, Preset: o.Preset, Out: o.Out, Command: o.Command, EvalSeeds: seeds, EvalRefs: refs})
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return WriteSummaryJSON(w, sum)
+	}
+	return WriteTrainSummary(w, sum, o.Out)
+}
+
+// runOffline learns from the recordings of Offline, then evaluates like an
+// online run.
+func (o TrainOptions) runOffline(ctx context.Context, w io.Writer, cfg TrainConfig, seeds []uint64, refs []string) error {
+	pol, err := NewPolicy(cfg.Policy, cfg.Seed)
+	if err != nil {
+		return err
+	}
+	if cfg.Init != nil {
+		if _, err := pol.LoadParams(cfg.Init); err != nil {
+			return fmt.Errorf("--init: %w", err)
+		}
+	}
+	if o.OfflineRef != "" {
+		if _, err := env.NewScheduler(o.OfflineRef); err != nil {
+			return fmt.Errorf("--offline-ref: %w", err)
+		}
+	}
+	ocfg := o.OfflineConfig
+	ocfg.Seed = cfg.Seed
+	if o.Set("lr") {
+		ocfg.LR = o.LR
+	}
+	sum, err := RunOffline(ctx, OfflineRun{Policy: pol, PolicyConfig: cfg.Policy, Recordings: strings.Split(o.Offline, ","), Ref: o.OfflineRef,
+		Gamma: cfg.PPO.Gamma, RewardScale: cfg.Env.RewardScale, Offline: ocfg, Preset: o.Preset, Out: o.Out, SigningKey: cfg.SigningKey,
+		Command: o.Command, Env: cfg.Env, EvalSeeds: seeds, EvalRefs: refs,
+		Loaded: func(dir, spec string, decisions int) {
+			o.Logger.Info("offline recording", "dir", dir, "scheduler", spec, "decisions", decisions)
+		}})
+	if err != nil {
+		return err
+	}
+	if o.JSON {
+		return WriteSummaryJSON(w, sum)
+	}
+	last := sum.Log[len(sum.Log)-1]
+	fmt.Fprintf(w, "offline %s on %d decisions from %d recordings, %d epochs in %.0f s: agreement with the recorded choices %.3f, policy loss %.3f; policy in %s\n",
+		ocfg.Method, sum.Decisions, len(sum.Recordings), len(sum.Log), sum.WallS, last.Agreement, last.PolicyLoss, filepath.Join(o.Out, "policy.safetensors"))
+	return report.WriteEvalText(w, sum.EvalSeeds, sum.Eval, sum.Paired)
+}
+
+// WriteTrainSummary prints a training run's summary as tegrl train does:
+// the run, the last updates' training episodes and the evaluation on the
+// held-out seeds; dir is the run's output directory.
+func WriteTrainSummary(w io.Writer, s *TrainSummary, dir string) error {
+	fmt.Fprintf(w, "trained %d updates, %d decisions in %.0f s; policy in %s\n", s.Updates, s.Steps, s.WallS, filepath.Join(dir, "policy.safetensors"))
+	if len(s.Saturation) > 0 || s.Config.Env.Saturate != nil {
+		fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.1f GPUs allocated; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f\n",
+			s.Recent.Episodes, s.Recent.EpisodeReturn, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Final.Entropy)
+		if len(s.Saturation) == 0 {
+			return nil
+		}
+		fmt.Fprintf(w, "saturation experiment, held-out seeds %s:\n", report.FormatSeeds(s.EvalSeeds))
+		return report.WriteSaturationText(w, s.Saturation)
+	}
+	fmt.Fprintf(w, "last 10 updates: %d training episodes, return %.2f, slowdown %.3f; final update: approx KL %.4f, clip %.3f, explained variance %.3f, entropy %.3f, converged %v\n",
+		s.Recent.Episodes, s.Recent.EpisodeReturn, s.Recent.MeanSlowdown, s.Final.ApproxKL, s.Final.ClipFrac, s.Final.ExplainedVar, s.Final.Entropy, s.Converged)
+	return report.WriteEvalText(w, s.EvalSeeds, s.Eval, s.Paired)
+}
+
+// WriteSummaryJSON prints a run's summary as its summary.json holds it
+// (indented, with a final newline).
+func WriteSummaryJSON(w io.Writer, v any) error {
+	js, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", js)
+	return err
+}
