@@ -670,6 +670,14 @@ func checkArray(a arrow.Array) error {
 	if len(bufs) > 0 && bufs[0] != nil && bufs[0].Len() > 0 && !bitmapOK(bufs[0]) {
 		return fmt.Errorf("validity bitmap of %d bytes for %d values", bufs[0].Len(), bits)
 	}
+	// A null count outside [0, length] (a negative one makes arrow-go
+	// count the bitmap's bits), or nulls without a bitmap to mark them,
+	// is corrupt.
+	if n := d.NullN(); n < 0 || n > d.Len() {
+		return fmt.Errorf("null count %d outside [0, %d]", n, d.Len())
+	} else if n > 0 && (len(bufs) == 0 || bufs[0] == nil || !bitmapOK(bufs[0])) {
+		return fmt.Errorf("%d nulls without a validity bitmap for %d values", n, bits)
+	}
 	switch a := a.(type) {
 	case *array.Boolean:
 		if d.Len() > 0 && (len(bufs) < 2 || bufs[1] == nil || !bitmapOK(bufs[1])) {

@@ -160,6 +160,17 @@ func validate(path string, k Kind, hash string) error {
 		for r.Next() {
 		}
 		return r.Err()
+	case KindDLJobs:
+		return validateDLJobs(path) // job type names not checked: no table
+	case KindAllocations:
+		r, err := OpenAllocations(path, ReaderOptions{})
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		for r.Next() {
+		}
+		return r.Err()
 	case KindTransitions:
 		r, err := OpenTransitions(path, ReaderOptions{SchemaHash: hash})
 		if err != nil {
