@@ -157,6 +157,7 @@ type recordFlags struct {
 	episode               int32
 	jsonOut               bool
 	teg                   *tegFlag
+	gpu                   gpuFlags
 }
 
 func newDatasetRecordCmd(a *app) *cobra.Command {
@@ -180,9 +181,16 @@ the row that would cross it, with transitions.arrow valid and complete
 up to there. SIGINT or SIGTERM stops it likewise at the end of the
 current tick. A stopped recording writes no run.json (it cannot be
 replayed) and exits non-zero. A progress bar goes to stderr when it is a
-terminal.`,
+terminal.
+
+With --scenario CLUSTER-WORKLOAD (see tegrl simulate) it records a GPU
+training cluster's run under an allocation policy instead: the jobs drawn
+(dljobs.arrow), every allocation the policy computed (allocations.arrow:
+allocation, time, job, GPU type, share of time) and gpu-run.json (the
+configuration and final metrics), which tegrl replay re-runs.`,
 		Example: `  tegrl dataset record --scheduler langevin --machines 100 --duration 1h --seed 1 --out data/langevin
-  tegrl dataset record --scheduler fgd --cluster alibaba-gpu --duration 30m --out data/fgd-gpu`,
+  tegrl dataset record --scheduler fgd --cluster alibaba-gpu --duration 30m --out data/fgd-gpu
+  tegrl dataset record --scenario gavel-multi --rate 1.2 --scheduler tiresias --seed 0 --out data/tiresias`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecord(cmd, a, f)
@@ -199,11 +207,15 @@ terminal.`,
 	fl.IntVar(&f.batchRows, "batch-rows", datasets.DefaultBatchRows, "rows per Arrow record batch (batches also close at 64 MiB)")
 	fl.BoolVar(&f.jsonOut, "json", false, "print one JSON object (files, transitions, run metrics) instead of text")
 	fl.Int64Var(&f.maxBytes, "max-bytes", 4<<30, "stop before transitions.arrow exceeds this many bytes, keeping it valid (0: no cap)")
+	f.gpu.addFlags(fl)
 	cmd.MarkFlagRequired("out")
 	return cmd
 }
 
 func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
+	if f.gpu.scenario != "" {
+		return runRecordGPU(cmd, a, f)
+	}
 	newSched, err := rl.SchedulerFactory(f.scheduler)
 	if err != nil {
 		return err

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/report"
 )
 
@@ -32,7 +36,8 @@ func (g *gpuFlags) addFlags(fl *pflag.FlagSet) {
 // machineFlags are the flags of the machine-level simulator that mean
 // nothing on a GPU scenario.
 var machineFlags = []string{"machines", "cluster", "workload", "duration", "ticks", "tick", "compress",
-	"max-instances", "mtbf", "cluster-seed", "start", "window", "teg"}
+	"max-instances", "mtbf", "cluster-seed", "start", "window", "teg", "series-every",
+	"run-id", "episode", "batch-rows", "max-bytes"}
 
 // config checks that no machine-level flag was given and returns the run.
 func (g *gpuFlags) config(cmd *cobra.Command, load float64, seed uint64) (report.GPURunConfig, error) {
@@ -125,4 +130,86 @@ func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error {
 		return err
 	}
 	return report.WriteABText(a.stdout, rep)
+}
+
+func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
+	run, err := f.gpu.config(cmd, f.load, f.seed)
+	if err != nil {
+		return err
+	}
+	run.Policy = f.scheduler
+	if !cmd.Flags().Changed("scheduler") {
+		run.Policy = "fifo_perf"
+	}
+	if _, err := report.GPUPolicies(run.Policy); err != nil {
+		return err
+	}
+	a.log.Info("record", "scenario", run.Scenario, "scheduler", run.Policy, "rate", run.Rate, "load", run.Load, "out", f.out)
+	rec, err := replay.RecordGPU(f.out, replay.GPURunConfig{Scenario: run.Scenario, Rate: run.Rate, Load: run.Load,
+		Policy: run.Policy, Seed: run.Seed, RestoreSeconds: run.RestoreSeconds})
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		return printJSON(a.stdout, rec)
+	}
+	for _, name := range []string{replay.GPUJobsFile, replay.GPUAllocationsFile, replay.GPURunFile} {
+		fmt.Fprintln(a.stdout, filepath.Join(f.out, name))
+	}
+	fmt.Fprintf(a.stdout, "%d jobs, %d allocation rows (%s on %s)\n", rec.Jobs, rec.Allocations, run.Policy, rec.Metrics.Scenario)
+	return report.WriteGPUTable(a.stdout, []report.GPUMetrics{rec.Metrics})
+}
+
+func runReplayGPU(a *app, f *replayFlags) error {
+	if f.diff != "" {
+		return fmt.Errorf("--diff: a GPU-cluster recording replays one scheduler at a time (--scheduler)")
+	}
+	rep, err := replay.ReplayGPU(f.trace, f.scheduler)
+	if err != nil {
+		return err
+	}
+	if f.jsonOut {
+		err = rep.WriteJSON(a.stdout)
+	} else {
+		err = rep.WriteText(a.stdout)
+	}
+	return errors.Join(err, rep.Failure())
+}
+
+func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
+	run, err := f.gpu.config(cmd, f.load, 0)
+	if err != nil {
+		return err
+	}
+	run.Policy = f.scheduler
+	grid, err := report.ParseGPUGrid(f.grid, run.Policy)
+	if err != nil {
+		return err
+	}
+	seeds, err := report.ParseSeeds(f.seeds)
+	if err != nil {
+		return fmt.Errorf("--seeds: %w", err)
+	}
+	runs := len(seeds)
+	for _, g := range grid {
+		runs *= len(g.Values)
+	}
+	a.log.Info("tune", "scenario", run.Scenario, "scheduler", run.Policy, "grid", f.grid, "runs", runs)
+	bar := newProgress(a.stderr, runs, "tune")
+	points, err := report.TuneGPU(cmd.Context(), run, grid, seeds, f.workers, func() { _ = bar.Add(1) })
+	_ = bar.Finish()
+	if err != nil {
+		return err
+	}
+	if f.outMD != "" {
+		var b bytes.Buffer
+		fmt.Fprintf(&b, "Command:\n\n```sh\n%s\n```\n\n", report.CommandLine(a.argv))
+		if err := report.WriteGPUTune(&b, grid, points, 0); err != nil {
+			return err
+		}
+		if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
+			return fmt.Errorf("--out-md: %w", err)
+		}
+	}
+	return report.WriteGPUTune(a.stdout, grid, points, f.top)
 }

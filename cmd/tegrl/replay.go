@@ -45,11 +45,17 @@ which is better).
 tegrl simulate would, with the recording's TEG overrides (--safety,
 --moves... given to record) applied; recorded runs every scheduler under
 the recorded TEG configuration. Either way the recorded scheduler gets
-exactly the recorded configuration.`,
+exactly the recorded configuration.
+
+A GPU-cluster recording (dataset record --scenario) is re-run on its
+recorded jobs: under the recorded allocation policy every allocation and
+the final metrics are compared byte for byte; under another --scheduler
+its metrics are shown next to the recorded ones.`,
 		Example: `  tegrl dataset record --scheduler fgd --machines 64 --duration 1h --mtbf 7200 --out data/fgd
   tegrl replay --trace data/fgd
   tegrl replay --trace data/fgd/transitions.arrow --scheduler fgd --diff langevin --limit 10
-  tegrl replay --trace data/fgd --scheduler policy.safetensors --diff fgd --json`,
+  tegrl replay --trace data/fgd --scheduler policy.safetensors --diff fgd --json
+  tegrl replay --trace data/tiresias --scheduler max_min_fairness`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReplay(cmd, a, f)
@@ -67,6 +73,9 @@ exactly the recorded configuration.`,
 }
 
 func runReplay(cmd *cobra.Command, a *app, f *replayFlags) error {
+	if replay.IsGPURecording(f.trace) {
+		return runReplayGPU(a, f)
+	}
 	if f.limit < 0 {
 		return fmt.Errorf("--limit %d: want 0 (all) or more", f.limit)
 	}

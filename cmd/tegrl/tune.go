@@ -27,6 +27,7 @@ type tuneFlags struct {
 	outMD     string
 	workers   int
 	teg       *tegFlag
+	gpu       gpuFlags
 }
 
 func newTuneCmd(a *app) *cobra.Command {
@@ -42,9 +43,15 @@ here and keep evaluation seeds apart.
 The grid is "name=v1,v2;name2=v3,v4" with the parameter names of --teg:
 ` + strings.Join(env.TEGParamNames(), ", ") + `.
 Switches take 0 or 1. Each point changes the scheduler's governor with
---teg's assignments applied.`,
-		Example: `  tegrl tune --scheduler langevin --seeds 1-3 --grid "temperature=0.01,0.05,0.2;w-frag=0,5,20"`,
-		Args:    cobra.NoArgs,
+--teg's assignments applied.
+
+With --scenario CLUSTER-WORKLOAD (see tegrl simulate) it tunes an
+allocation policy's parameters on a GPU training cluster at --rate jobs/h
+or offered GPU load --load instead, ranking the points by runs at the
+bound, then mean average JCT (lower first).`,
+		Example: `  tegrl tune --scheduler langevin --seeds 1-3 --grid "temperature=0.01,0.05,0.2;w-frag=0,5,20"
+  tegrl tune --scenario gavel-multi --rate 1.6 --scheduler tiresias --seeds 0-2 --grid "queue1-h=0.5,1,2;queue2-h=5,10,20"`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runTune(cmd, a, f)
 		},
@@ -61,12 +68,16 @@ Switches take 0 or 1. Each point changes the scheduler's governor with
 	fl.StringVar(&f.outMD, "out-md", "", "also write the ranked table as Markdown, with the command line, to this file")
 	fl.IntVar(&f.workers, "workers", 0, "runs at once (0: GOMAXPROCS)")
 	f.teg = addTEGFlag(fl)
+	f.gpu.addFlags(fl)
 	return cmd
 }
 
 func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 	if f.grid == "" {
 		return fmt.Errorf("--grid is required, e.g. \"temperature=0.01,0.05;w-frag=0,5\"")
+	}
+	if f.gpu.scenario != "" {
+		return runTuneGPU(cmd, a, f)
 	}
 	grid, err := report.ParseGrid(f.grid)
 	if err != nil {
