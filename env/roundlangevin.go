@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 )
 
 func init() {
@@ -22,10 +23,12 @@ func init() {
 // type, r_i = A_i/scale_i the seconds it has run, A_i its attained service
 // (GPU-seconds), p the TEG's M/M/1 pressure of ρ_j (the GPUs of the active
 // gangs whose fastest type is j, over j's GPUs) and w_i the time the job
-// has spent in the system not running. The first term is the time a job
-// loses on j against its fastest type if its remaining work equals what it
-// has run (plus Prior seconds): with heavy-tailed job sizes the jobs that
-// ran longest have the most left, so they gain most from the fast types.
+// has spent in the system not running. The first term is the time (in
+// ServiceScale units) a job loses on j against its fastest type if its
+// remaining work is what it has run plus Prior seconds: with heavy-tailed
+// job sizes the jobs that ran longest are expected to have the most left.
+// The default 10 h prior keeps the weight from varying much with run time
+// (flatter weights measured slightly better, see the defaults).
 type LangevinRoundParams struct {
 	// Temperature is γ0: the order of the jobs is by energy plus Gaussian
 	// noise of variance 2·T_eff, and a job takes a free type drawn with
@@ -62,13 +65,16 @@ type LangevinRoundParams struct {
 }
 
 // DefaultLangevinRoundParams are the defaults: the TEG's temperature and
-// controller (DefaultTEG), unit speed and attained-service weights with
-// time counted in hours and an hour's prior, no pressure term (on Gavel's
-// single-GPU trace a weight of 0.01 raised the average JCT at 4 jobs/h
-// from 17.33 to 17.57 h: a job that yields a demanded type to others
-// leaves it idle when they do not come; the exchanges do the matching), no
+// controller (DefaultTEG); time counted in hours, a unit speed weight with
+// a 10 h prior and a 0.3 service weight (on Gavel's traces, seeds 0-1, a
+// 1 h prior and unit service weight gave 0.1-0.3 h higher average JCTs at
+// the highest rates, a 100 h prior 0.05-0.15 h lower); no pressure term
+// (with the plain speed term -s_ij in place of the weighted slowdown, a
+// weight of 0.01 raised the single-GPU average JCT at 4 jobs/h, seed 0,
+// from 17.33 to 18.24 h: a job that yields a demanded type to others
+// leaves it idle when they do not come; the exchanges do the matching); no
 // waiting term (least attained service already lifts a starved job above
-// the running ones, whose service grows), and at most 8 changes per
+// the running ones, whose service grows); and at most 8 changes per
 // allocation with tokens earned at 8 per Gavel allocation interval (1920 s)
 // and an hour's half-life.
 var DefaultLangevinRoundParams = LangevinRoundParams{
@@ -131,9 +137,9 @@ func (p *LangevinRoundParams) Validate() error {
 // Scheduling Policies for Deep Learning Workloads", OSDI 2020).
 //
 // Field: every (job, type) pair has the energy of LangevinRoundParams:
-// heterogeneity enters as the job's normalised speed on the type, demand as
-// the type's pressure (a job that gains little from a contested type lets
-// the jobs that gain most have it), and time as least attained service, the
+// heterogeneity enters as the job's slowdown on the type against its
+// fastest, weighted by its expected remaining time; demand as the type's
+// pressure (off by default); and time as least attained service, the
 // priority of Tiresias (Gu et al., "Tiresias: A GPU Cluster Manager for
 // Distributed Deep Learning", NSDI 2019), counted in GPU-seconds so that
 // gangs age by their size.
@@ -145,7 +151,12 @@ func (p *LangevinRoundParams) Validate() error {
 // drawn by the Boltzmann rule of the machine-level governor (the lowest
 // energy at temperature 0); with no free type it may preempt the
 // lowest-priority running gangs of a type, if their energies exceed its own
-// by more than the damping threshold.
+// by more than the damping threshold. Then the placed jobs drift: a job
+// with a type of lower energy trades places with the job there whose
+// trade lowers the pair's energy most, if by more than the threshold (a
+// 2-exchange step toward the matching of jobs to types that minimises
+// the total energy, which the order alone misses when a job that gains
+// little took a fast type first), and GPUs left free go to waiting jobs.
 //
 // Damping: a running job keeps its GPUs (a lease, as Gavel's mechanism
 // gives) unless a free type lowers its energy by more than the threshold,
@@ -154,14 +165,18 @@ func (p *LangevinRoundParams) Validate() error {
 // does not churn: every change costs a checkpoint-restore in a real
 // cluster.
 //
-// Tokens: every change of a running job (a move or a preemption) spends
-// a token; at most MaxMoves are spent per allocation, from a balance that
+// Tokens: every change of a running job (a move, an exchange or a
+// preemption) spends a token; at most MaxMoves are spent per allocation, from a balance that
 // earns at TokenRate and evaporates, so its supply is bounded.
 //
 // Safety: the allocation is checked before it is returned, as a barrier
 // that never yields: whole gangs only (x in {0, 1}, at most one type per
 // job, only where the job can run) and at most each type's GPUs in use; a
 // violation is an error, not a repaired allocation.
+//
+// It runs the TEG's own kernels: the Landau controller (controller), the
+// closed-form evaporation of token balances (tokens.decay), the Boltzmann
+// draw (boltzmann) and the M/M/1 pressure (pressure).
 //
 // The policy keeps the last allocation (which job runs on which type) and
 // assumes the mechanism runs it: it sets SkipUnallocated, so every
@@ -224,6 +239,52 @@ func (*LangevinRound) RoundHints() RoundHints { return RoundHints{SkipUnallocate
 // Moves is the number of changes of running jobs (moves to another type
 // and preemptions) the policy has made.
 func (p *LangevinRound) Moves() int { return p.moves }
+
+// params maps the parameter names SetParam takes to the fields.
+func (p *LangevinRoundParams) params() map[string]*float64 {
+	return map[string]*float64{
+		"temperature": &p.Temperature, "speed": &p.Speed, "pressure": &p.Pressure, "service": &p.Service, "wait": &p.Wait,
+		"service-scale": &p.ServiceScale, "wait-scale": &p.WaitScale, "prior": &p.Prior,
+		"damping": &p.Damping, "damping-per-move": &p.DampingPerMove, "token-rate": &p.TokenRate, "token-half-life": &p.TokenHalfLife,
+		"d-max": &p.DMax, "phi-c": &p.PhiC, "width": &p.Width, "k-chi": &p.KChi, "chi0": &p.Chi0, "beta": &p.Beta,
+	}
+}
+
+// SetParam implements TunablePolicy: it sets a parameter by name (the
+// field's name in lower case, words joined by '-'; "max-moves" and
+// "window" take integers) before the first allocation, and rejects a value
+// that fails Validate, leaving the parameters as they were.
+func (p *LangevinRound) SetParam(name string, v float64) error {
+	if p.started {
+		return fmt.Errorf("langevin: parameter %s set after the first allocation", name)
+	}
+	q := p.P
+	switch f, ok := q.params()[name]; {
+	case ok:
+		*f = v
+	case name == "max-moves" || name == "window":
+		if v != math.Trunc(v) || math.Abs(v) > 1<<30 {
+			return fmt.Errorf("langevin: %s %v must be an integer", name, v)
+		}
+		if name == "max-moves" {
+			q.MaxMoves = int(v)
+		} else {
+			q.Window = int(v)
+		}
+	default:
+		names := []string{"max-moves", "window"}
+		for k := range q.params() {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		return fmt.Errorf("langevin: unknown parameter %q (known: %s)", name, strings.Join(names, ", "))
+	}
+	if err := q.Validate(); err != nil {
+		return err
+	}
+	p.P = q
+	return nil
+}
 
 // start validates the parameters and sets up the controller and tokens at
 // the first allocation.

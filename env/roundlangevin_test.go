@@ -164,7 +164,10 @@ func TestLangevinTokens(t *testing.T) {
 	checkX(t, "start", allocate(t, two, state(0, 2)), []float64{1, 1})
 	checkX(t, "2 tokens", allocate(t, two, state(0, 4)), []float64{0, 0, 1, 1})
 
-	one := newLangevin(t, func(q *LangevinRoundParams) { handParams(q); q.Service, q.MaxMoves, q.TokenRate, q.TokenHalfLife = 1, 1, 0.001, 3600 })
+	one := newLangevin(t, func(q *LangevinRoundParams) {
+		handParams(q)
+		q.Service, q.MaxMoves, q.TokenRate, q.TokenHalfLife = 1, 1, 0.001, 3600
+	})
 	checkX(t, "start", allocate(t, one, state(0, 2)), []float64{1, 1})
 	checkX(t, "1 token", allocate(t, one, state(0, 4)), []float64{1, 0, 1, 0})
 	checkX(t, "0.909 tokens", allocate(t, one, state(1000, 4)), []float64{1, 0, 1, 0})
@@ -403,6 +406,43 @@ func TestLangevinParams(t *testing.T) {
 		if err := p.Allocate(s, make([]float64, 2)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Fatalf("Allocate with %+v: error %v, want %q", prm, err, c.want)
 		}
+	}
+}
+
+// TestLangevinSetParam: the tuning interface sets fields by name, rejects
+// unknown names, non-integer counts and out-of-range values (keeping the
+// parameters), and refuses changes after the first allocation.
+func TestLangevinSetParam(t *testing.T) {
+	pol, err := NewAllocationPolicy("langevin", []PolicyParam{{"temperature", 0.2}, {"max-moves", 3}, {"prior", 7200}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := pol.(*LangevinRound)
+	want := DefaultLangevinRoundParams
+	want.Temperature, want.MaxMoves, want.Prior = 0.2, 3, 7200
+	if p.P != want {
+		t.Fatalf("params %+v, want %+v", p.P, want)
+	}
+	for _, c := range []struct {
+		name string
+		v    float64
+		want string
+	}{
+		{"temp", 1, `unknown parameter "temp" (known: beta, chi0, d-max, damping,`},
+		{"window", 2.5, "window 2.5 must be an integer"},
+		{"beta", 0, "beta 0 in (0, 1]"},
+		{"speed", -1, "speed -1"},
+	} {
+		if err := p.SetParam(c.name, c.v); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Fatalf("SetParam(%s, %v): %v, want %q", c.name, c.v, err, c.want)
+		}
+	}
+	if p.P != want {
+		t.Fatalf("rejected values changed the params: %+v", p.P)
+	}
+	allocate(t, p, langevinState([]int{1, 1}, [][]float64{{1, 1}}, nil))
+	if err := p.SetParam("temperature", 0); err == nil || !strings.Contains(err.Error(), "after the first allocation") {
+		t.Fatalf("SetParam after Allocate: %v", err)
 	}
 }
 
