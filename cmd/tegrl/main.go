@@ -4,10 +4,10 @@
 // evaluation (ab, replay), datasets (dataset) and the scheduling service
 // (serve).
 //
-// This package holds flags and configuration only; the work is done by the
-// packages it calls (env, report, ...). Each subcommand lives in its own
-// file and registers its constructor with addCommand from an init function,
-// so a new command needs no edit here.
+// This package holds flags, help and printing only; the work is done by the
+// packages it calls (env, rl, report, serve, ...). Each subcommand (but
+// version, below) lives in its own file and registers its constructor with
+// addCommand from an init function, so a new command needs no edit here.
 package main
 
 import (
@@ -157,5 +157,19 @@ func main() {
 			os.Exit(130)
 		}
 		os.Exit(1)
+	}
+}
+
+func init() { addCommand(newVersionCmd) }
+
+func newVersionCmd(a *app) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print tegrl's version: module version, commit, build time and Go version",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			fmt.Fprintf(a.stdout, "tegrl %s\n", report.Version())
+			return nil
+		},
 	}
 }
