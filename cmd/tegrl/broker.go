@@ -27,15 +27,7 @@ It prints the client URL on stdout and runs until SIGINT or SIGTERM.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Logger = a.log
-			s, err := transport.StartBroker(f)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(a.stdout, s.ClientURL())
-			<-cmd.Context().Done()
-			a.log.Info("broker: shutting down")
-			s.Shutdown()
-			return nil
+			return transport.RunBroker(cmd.Context(), f, func(url string) { fmt.Fprintln(a.stdout, url) })
 		},
 	}
 	fl := cmd.Flags()

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/distill"
@@ -13,9 +11,7 @@ import (
 func init() { addCommand(newDistillCmd) }
 
 func newDistillCmd(a *app) *cobra.Command {
-	r := distill.RunConfig{Env: rl.EnvSpec{Machines: rl.SmallMachines, Load: rl.SmallLoad, Episode: rl.SmallEpisode}}
-	var evalSeeds string
-	var jsonOut bool
+	r := &distill.Command{RunConfig: distill.RunConfig{Env: rl.EnvSpec{Machines: rl.SmallMachines, Load: rl.SmallLoad, Episode: rl.SmallEpisode}}}
 	cmd := &cobra.Command{
 		Use:   "distill",
 		Short: "Distil a trained policy into a smaller student (KL at T=2 on placement, moment matching on the Beta heads, value)",
@@ -31,24 +27,8 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 		Example: `  tegrl distill --teacher docs/policies/small.safetensors --out runs/student`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if r.Teacher == "" || r.Out == "" {
-				return fmt.Errorf("--teacher and --out are required")
-			}
-			if evalSeeds != "" {
-				var err error
-				if r.EvalSeeds, err = report.ParseSeeds(evalSeeds); err != nil {
-					return err
-				}
-			}
 			r.Command = report.CommandLine(a.argv)
-			sum, err := distill.Run(cmd.Context(), r)
-			if err != nil {
-				return err
-			}
-			if jsonOut {
-				return rl.WriteSummaryJSON(a.stdout, sum)
-			}
-			return distill.WriteSummary(a.stdout, sum)
+			return r.Run(cmd.Context(), a.stdout)
 		},
 	}
 	fl, def := cmd.Flags(), distill.DefaultConfig(rl.PolicyConfig{})
@@ -66,8 +46,8 @@ student is a ReLU MLP of width --hidden, without graph layers.`,
 	fl.IntVar(&r.Env.Machines, "machines", r.Env.Machines, "machines of the synthetic training cluster")
 	fl.Float64Var(&r.Env.Load, "load", r.Env.Load, "offered load")
 	fl.Float64Var(&r.Env.Episode, "episode", r.Env.Episode, "simulated seconds per episode")
-	fl.StringVar(&evalSeeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips)")
+	fl.StringVar(&r.Seeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips)")
 	fl.IntVar(&r.LatencyMachines, "latency-machines", 1523, "synthetic cluster size on which whole decisions of teacher and student are timed (0 skips)")
-	fl.BoolVar(&jsonOut, "json", false, "print the summary as JSON")
+	fl.BoolVar(&r.JSON, "json", false, "print the summary as JSON")
 	return cmd
 }
