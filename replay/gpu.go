@@ -31,6 +31,7 @@ type GPURunConfig struct {
 	Policy         string  `json:"scheduler"`
 	Seed           uint64  `json:"seed"`
 	RestoreSeconds float64 `json:"restore_s"`
+	Placement      string  `json:"placement,omitempty"`
 	WarmupHours    float64 `json:"warmup_h"`
 	MeasureJobs    int     `json:"measure_jobs"`
 	GraceHours     float64 `json:"grace_h"`
@@ -38,7 +39,7 @@ type GPURunConfig struct {
 
 func (c GPURunConfig) run() report.GPURunConfig {
 	return report.GPURunConfig{Scenario: c.Scenario, Rate: c.Rate, Load: c.Load, Policy: c.Policy, Seed: c.Seed,
-		RestoreSeconds: c.RestoreSeconds, WarmupHours: c.WarmupHours, MeasureJobs: c.MeasureJobs, GraceHours: c.GraceHours}
+		RestoreSeconds: c.RestoreSeconds, Placement: c.Placement, WarmupHours: c.WarmupHours, MeasureJobs: c.MeasureJobs, GraceHours: c.GraceHours}
 }
 
 // GPURecording is a GPU-cluster recording's gpu-run.json: its

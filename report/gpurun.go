@@ -65,6 +65,9 @@ type GPURunConfig struct {
 	Seed uint64
 	// RestoreSeconds is charged to a job that resumes on other GPUs.
 	RestoreSeconds float64
+	// Placement is the gang placer (env.GangPlacerNames; "" for Gavel's
+	// worker order).
+	Placement string
 	// WarmupHours, MeasureJobs and GraceHours are HeadroomConfig's.
 	WarmupHours float64
 	MeasureJobs int
@@ -152,7 +155,7 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 		src = &observedSource{JobSource: src, on: cfg.OnJob}
 	}
 	rc := p.roundConfig(cfg.WarmupHours, cfg.MeasureJobs, cfg.GraceHours, rate, cfg.Seed)
-	rc.RestoreSeconds, rc.OnAllocate = cfg.RestoreSeconds, cfg.OnAllocate
+	rc.RestoreSeconds, rc.OnAllocate, rc.Placement = cfg.RestoreSeconds, cfg.OnAllocate, cfg.Placement
 	var sim *env.RoundSim
 	if p.servers != nil {
 		sim, err = env.NewRoundSimServers(&env.ServerCluster{Cluster: p.cluster, Servers: p.servers}, pol, src, rc)

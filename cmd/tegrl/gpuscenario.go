@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/replay"
 	"github.com/tegrl/tegrl/report"
 )
@@ -22,15 +23,15 @@ openb/8: every 8th server of each GPU model); workloads single, multi
 
 // gpuFlags select a GPU training scenario on the simulating commands.
 type gpuFlags struct {
-	scenario string
-	rate     float64
-	restore  float64
+	scenario, placement string
+	rate, restore       float64
 }
 
 func (g *gpuFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&g.scenario, "scenario", "", "simulate a GPU training cluster: CLUSTER-WORKLOAD, e.g. gavel-single, openb/8-multi, spot-philly")
 	fl.Float64Var(&g.rate, "rate", 0, "--scenario: arrival rate in jobs per hour (else --load sets it)")
 	fl.Float64Var(&g.restore, "restore-s", 0, "--scenario: checkpoint/restore seconds charged to a job that resumes on other GPUs")
+	fl.StringVar(&g.placement, "placement", "", "--scenario: gang placement, "+strings.Join(env.GangPlacerNames(), ", ")+` ("": gavel, its worker order)`)
 }
 
 // machineFlags are the flags of the machine-level simulator that mean
@@ -46,7 +47,7 @@ func (g *gpuFlags) config(cmd *cobra.Command, load float64, seed uint64) (report
 			return report.GPURunConfig{}, fmt.Errorf("--%s has no meaning with --scenario (a GPU training cluster)", name)
 		}
 	}
-	c := report.GPURunConfig{Scenario: g.scenario, Rate: g.rate, Seed: seed, RestoreSeconds: g.restore}
+	c := report.GPURunConfig{Scenario: g.scenario, Rate: g.rate, Seed: seed, RestoreSeconds: g.restore, Placement: g.placement}
 	if fl := cmd.Flags().Lookup("load"); fl != nil && fl.Changed {
 		if g.rate > 0 {
 			return c, fmt.Errorf("--rate and --load both set the arrival rate: give one")
@@ -146,7 +147,7 @@ func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
 	}
 	a.log.Info("record", "scenario", run.Scenario, "scheduler", run.Policy, "rate", run.Rate, "load", run.Load, "out", f.out)
 	rec, err := replay.RecordGPU(f.out, replay.GPURunConfig{Scenario: run.Scenario, Rate: run.Rate, Load: run.Load,
-		Policy: run.Policy, Seed: run.Seed, RestoreSeconds: run.RestoreSeconds})
+		Policy: run.Policy, Seed: run.Seed, RestoreSeconds: run.RestoreSeconds, Placement: run.Placement})
 	if err != nil {
 		return err
 	}
