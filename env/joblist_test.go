@@ -40,3 +40,22 @@ func TestJobList(t *testing.T) {
 		t.Fatal("an 8-GPU gang on 4 GPUs: no error")
 	}
 }
+
+func TestTiresiasSetParam(t *testing.T) {
+	p, err := NewAllocationPolicy("tiresias", []PolicyParam{{"queue1-h", 2}, {"queue2-h", 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := p.(*Tiresias)
+	if tr.Thresholds[0] != 7200 || tr.Thresholds[1] != 72000 || tr.queueOf(7199) != 0 || tr.queueOf(7200) != 1 || tr.queueOf(72000) != 2 {
+		t.Fatalf("thresholds %v", tr.Thresholds)
+	}
+	for _, bad := range []PolicyParam{{"queue3-h", 1}, {"queue1-h", 0}, {"queue2-h", math.Inf(1)}} {
+		if _, err := NewAllocationPolicy("tiresias", []PolicyParam{bad}); err == nil {
+			t.Errorf("%+v: no error", bad)
+		}
+	}
+	if _, err := NewAllocationPolicy("fifo", []PolicyParam{{"x", 1}}); err == nil {
+		t.Error("a parameter on fifo: no error")
+	}
+}

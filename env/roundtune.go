@@ -1,6 +1,9 @@
 package env
 
-import "fmt"
+import (
+	"fmt"
+	"math"
+)
 
 // TunablePolicy is an allocation policy with named numeric parameters,
 // which tegrl tune searches over.
@@ -34,4 +37,24 @@ func NewAllocationPolicy(name string, params []PolicyParam) (AllocationPolicy, e
 		}
 	}
 	return p, nil
+}
+
+// SetParam implements TunablePolicy: "queue1-h" and "queue2-h" are the
+// attained service, in GPU-hours, that demotes a job out of the first and
+// second queue (defaults 1 and 10). A threshold below the one before it
+// leaves its queue empty.
+func (p *Tiresias) SetParam(name string, v float64) error {
+	k := map[string]int{"queue1-h": 0, "queue2-h": 1}
+	i, ok := k[name]
+	switch {
+	case !ok:
+		return fmt.Errorf("tiresias: unknown parameter %q (known: queue1-h, queue2-h)", name)
+	case !(v > 0) || math.IsInf(v, 0):
+		return fmt.Errorf("tiresias: %s %v must be a positive number of GPU-hours", name, v)
+	}
+	if p.Thresholds == nil {
+		p.Thresholds = []float64{3600, 36000}
+	}
+	p.Thresholds[i] = v * 3600
+	return nil
 }
