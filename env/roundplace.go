@@ -167,18 +167,20 @@ type kubePlacer struct{ sorter serverSorter }
 func (*kubePlacer) Name() string { return "kube" }
 
 func (p *kubePlacer) Place(r *PlaceRequest, out []PlaceTake) ([]PlaceTake, bool) {
-	if sumInts(r.Free) < r.GPUs {
+	best := -1
+	for k, f := range r.Free {
+		if best < 0 || f > r.Free[best] {
+			best = k
+		}
+	}
+	if best >= 0 && r.Free[best] >= r.GPUs {
+		return append(out, PlaceTake{best, r.GPUs}), true
+	}
+	if r.OneServer || sumInts(r.Free) < r.GPUs {
 		return out, false
 	}
-	order := p.sorter.order(r.Free, true)
-	if r.OneServer {
-		if len(order) == 0 || r.Free[order[0]] < r.GPUs {
-			return out, false
-		}
-		return append(out, PlaceTake{order[0], r.GPUs}), true
-	}
 	need := r.GPUs
-	for _, k := range order {
+	for _, k := range p.sorter.order(r.Free, true) {
 		if need == 0 {
 			break
 		}
