@@ -624,6 +624,7 @@ func (s *Service) routes() http.Handler {
 	mux.Handle("POST /prioritize", s.WithRole(RoleRead, "prioritize", s.handlePrioritize))
 	mux.Handle("POST /bind", s.WithRole(RoleWrite, "bind", s.handleBind))
 	mux.Handle("GET /v1/cluster", s.WithRole(RoleRead, "cluster", s.handleCluster))
+	mux.Handle("POST /v1/allocate", s.WithRole(RoleRead, "allocate", s.handleAllocate))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

@@ -1,0 +1,204 @@
+package serve
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+
+	"github.com/tegrl/tegrl/env"
+)
+
+// POST /v1/allocate serves a GPU training cluster's round allocation:
+// given the GPU types and their counts and the active jobs, a round
+// allocation policy (env.AllocationPolicyNames: fifo_perf, tiresias,
+// langevin, the LP policies ...) answers which share of time each job
+// should run on each type, as in env.RoundSim. Throughputs come from the
+// bundled throughput table by job type and GPU type name. The call is
+// stateless: each request builds the policy afresh (seeded by the
+// request), so policies that carry history from round to round (fifo's
+// types, langevin's leases and damping) see none, and the same request
+// always gets the same answer.
+
+// Limits of an allocation request.
+const (
+	maxAllocJobs  = 1000
+	maxAllocTypes = 16
+	maxAllocBody  = 2 << 20
+)
+
+// AllocateRequest is the body of POST /v1/allocate.
+type AllocateRequest struct {
+	// Policy is a registered allocation policy.
+	Policy string `json:"policy"`
+	// Seed seeds the policy's randomness (the round mechanism's seed).
+	Seed uint64 `json:"seed"`
+	// TimeS is the current time, seconds.
+	TimeS float64 `json:"time_s"`
+	// GPUs lists the cluster's GPU types (names of the throughput table,
+	// e.g. v100, p100, k80) with their counts.
+	GPUs []AllocateGPU `json:"gpus"`
+	// Jobs are the active jobs.
+	Jobs []AllocateJob `json:"jobs"`
+}
+
+// AllocateGPU is one GPU type of the cluster.
+type AllocateGPU struct {
+	Type  string `json:"type"`
+	Count int    `json:"count"`
+}
+
+// AllocateJob is one active job of an allocation request.
+type AllocateJob struct {
+	ID int `json:"id"`
+	// Model is the job type, as in the throughput table ("ResNet-18
+	// (batch size 16)").
+	Model        string  `json:"model"`
+	Scale        int     `json:"scale"`
+	ArrivalS     float64 `json:"arrival_s"`
+	StepsTotal   float64 `json:"steps_total"`
+	StepsLeft    float64 `json:"steps_left"`
+	AttainedGPUS float64 `json:"attained_gpu_s"`
+	Priority     float64 `json:"priority"`
+}
+
+// AllocateShare is one job's share of time on one GPU type.
+type AllocateShare struct {
+	Job      int     `json:"job"`
+	Type     string  `json:"type"`
+	Fraction float64 `json:"fraction"`
+}
+
+// AllocateResponse is the answer: the positive shares, jobs in request
+// order, types in request order.
+type AllocateResponse struct {
+	Policy     string          `json:"policy"`
+	Allocation []AllocateShare `json:"allocation"`
+}
+
+// state validates req against the table and builds the policy's input.
+func (req *AllocateRequest) state(tab *env.ThroughputTable) (*env.RoundState, error) {
+	switch {
+	case len(req.GPUs) == 0 || len(req.GPUs) > maxAllocTypes:
+		return nil, &fieldError{"gpus", fmt.Sprintf("%d GPU types: want 1 to %d", len(req.GPUs), maxAllocTypes)}
+	case len(req.Jobs) > maxAllocJobs:
+		return nil, &fieldError{"jobs", fmt.Sprintf("%d jobs: at most %d", len(req.Jobs), maxAllocJobs)}
+	case !finiteNonNeg(req.TimeS):
+		return nil, &fieldError{"time_s", "must be finite and >= 0"}
+	}
+	st := &env.RoundState{Time: req.TimeS}
+	gs := make([]int, len(req.GPUs))
+	for i, g := range req.GPUs {
+		k, err := tab.GPU(g.Type)
+		if err != nil {
+			return nil, &fieldError{fmt.Sprintf("gpus[%d].type", i), err.Error()}
+		}
+		for _, prev := range st.Types {
+			if prev == g.Type {
+				return nil, &fieldError{fmt.Sprintf("gpus[%d].type", i), fmt.Sprintf("%q listed twice", g.Type)}
+			}
+		}
+		if g.Count < 0 || g.Count > env.MaxClusterGPUs {
+			return nil, &fieldError{fmt.Sprintf("gpus[%d].count", i), fmt.Sprintf("%d outside [0, %d]", g.Count, env.MaxClusterGPUs)}
+		}
+		gs[i] = k
+		st.Types = append(st.Types, g.Type)
+		st.Capacity = append(st.Capacity, g.Count)
+	}
+	seen := make(map[int]bool, len(req.Jobs))
+	for i, j := range req.Jobs {
+		f := func(name string) string { return fmt.Sprintf("jobs[%d].%s", i, name) }
+		m := tab.Model(j.Model)
+		switch {
+		case j.ID < 0 || seen[j.ID]:
+			return nil, &fieldError{f("id"), fmt.Sprintf("%d is negative or repeated", j.ID)}
+		case m < 0:
+			return nil, &fieldError{f("model"), fmt.Sprintf("unknown job type %q", j.Model)}
+		case j.Scale < 1 || !tab.HasScale(m, j.Scale):
+			return nil, &fieldError{f("scale"), fmt.Sprintf("the table has no %d-GPU entry for %q", j.Scale, j.Model)}
+		case !finiteNonNeg(j.ArrivalS) || j.ArrivalS > req.TimeS:
+			return nil, &fieldError{f("arrival_s"), "must be finite, >= 0 and not after time_s"}
+		case !(j.StepsTotal > 0) || math.IsInf(j.StepsTotal, 0):
+			return nil, &fieldError{f("steps_total"), "must be finite and > 0"}
+		case !finiteNonNeg(j.StepsLeft) || j.StepsLeft > j.StepsTotal:
+			return nil, &fieldError{f("steps_left"), "must be in [0, steps_total]"}
+		case !finiteNonNeg(j.AttainedGPUS):
+			return nil, &fieldError{f("attained_gpu_s"), "must be finite and >= 0"}
+		case !finiteNonNeg(j.Priority):
+			return nil, &fieldError{f("priority"), "must be finite and >= 0"}
+		}
+		seen[j.ID] = true
+		prio := j.Priority
+		if prio == 0 {
+			prio = 1
+		}
+		st.Jobs = append(st.Jobs, env.RoundJob{ID: j.ID, Type: m, Scale: j.Scale, Arrival: j.ArrivalS, StepsTotal: j.StepsTotal,
+			StepsLeft: j.StepsLeft, Attained: j.AttainedGPUS, Priority: prio})
+		for _, g := range gs {
+			st.Throughput = append(st.Throughput, tab.Throughput(m, g, j.Scale, false))
+		}
+	}
+	st.Pair = func(a, b, t int) (float64, float64, bool) {
+		ja, jb := &st.Jobs[a], &st.Jobs[b]
+		if ja.Scale != jb.Scale {
+			return 0, 0, false
+		}
+		return tab.PairThroughput(ja.Type, jb.Type, gs[t], ja.Scale)
+	}
+	return st, nil
+}
+
+// Allocate answers an allocation request. A policy that panics is an
+// internal error for this request; nothing is kept between requests.
+func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateResponse, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, fmt.Errorf("policy %s failed on this request: %v", req.Policy, p)
+		}
+	}()
+	pol, err := env.AllocationPolicyByName(req.Policy)
+	if err != nil {
+		return nil, &fieldError{"policy", err.Error()}
+	}
+	st, err := req.state(tab)
+	if err != nil {
+		return nil, err
+	}
+	if sp, ok := pol.(env.SeededPolicy); ok {
+		sp.Seed(req.Seed)
+	}
+	nt := len(st.Types)
+	x := make([]float64, len(st.Jobs)*nt)
+	if len(st.Jobs) > 0 {
+		if err := pol.Allocate(st, x); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", req.Policy, err)
+		}
+	}
+	resp = &AllocateResponse{Policy: req.Policy, Allocation: []AllocateShare{}}
+	for i, j := range st.Jobs {
+		for t, name := range st.Types {
+			if v := x[i*nt+t]; v > 0 {
+				resp.Allocation = append(resp.Allocation, AllocateShare{Job: j.ID, Type: name, Fraction: v})
+			}
+		}
+	}
+	return resp, nil
+}
+
+func (s *Service) handleAllocate(w http.ResponseWriter, r *http.Request) {
+	var req AllocateRequest
+	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxAllocBody), &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	resp, err := Allocate(tab, &req)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
