@@ -1,13 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/rl"
-	"github.com/tegrl/tegrl/rl/transport"
 )
 
 func init() { addCommand(newActorCmd) }
@@ -33,12 +31,8 @@ new for --idle-timeout (a learner that died).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ID, cfg.Logger = id, a.log
-			var err error
-			if cfg.User, cfg.Password, err = transport.CredentialsFrom(creds); err != nil {
-				return fmt.Errorf("--credentials: %w", err)
-			}
-			if cfg.TrustKey, err = transport.TrustKeyFrom(trust); err != nil {
-				return fmt.Errorf("--trust-key: %w", err)
+			if err := cfg.ReadFiles(creds, trust); err != nil {
+				return err
 			}
 			return rl.RunRemoteActor(cmd.Context(), cfg)
 		},

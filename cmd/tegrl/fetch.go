@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
@@ -34,13 +33,7 @@ e.g. --workload alibaba-gpu:DIR/alibaba-gpu-v2023/openb_pod_list_default.csv.`,
   tegrl dataset fetch all --dir /data/traces`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if dir == "" {
-				var err error
-				if dir, err = datasets.DefaultCacheDir(); err != nil {
-					return fmt.Errorf("--dir: %w; pass --dir", err)
-				}
-			}
-			got, err := datasets.Fetch(cmd.Context(), args[0], datasets.FetchOptions{Dir: dir, Stall: stall, Bar: report.ByteBar(a.stderr), Log: a.log})
+			got, err := datasets.FetchDefault(cmd.Context(), args[0], datasets.FetchOptions{Dir: dir, Stall: stall, Bar: report.ByteBar(a.stderr), Log: a.log})
 			if jsonOut && err == nil {
 				return printJSON(a.stdout, got)
 			}
