@@ -1,10 +1,13 @@
 package report
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -72,6 +75,29 @@ func MergeHeadroom(in []HeadroomPoint) (HeadroomConfig, []HeadroomPoint) {
 		}
 	}
 	return cfg, out
+}
+
+// ReadHeadroomJSON reads the points of earlier `tegrl headroom --json`
+// runs from files and merges them (MergeHeadroom).
+func ReadHeadroomJSON(files []string) (HeadroomConfig, []HeadroomPoint, error) {
+	var pts []HeadroomPoint
+	for _, name := range files {
+		name = strings.TrimSpace(name)
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return HeadroomConfig{}, nil, fmt.Errorf("--from-json: %w", err)
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		for dec.More() {
+			var p HeadroomPoint
+			if err := dec.Decode(&p); err != nil {
+				return HeadroomConfig{}, nil, fmt.Errorf("--from-json %s: %w", name, err)
+			}
+			pts = append(pts, p)
+		}
+	}
+	cfg, pts := MergeHeadroom(pts)
+	return cfg, pts, nil
 }
 
 // LookaheadPolicy is the name of the clairvoyant lookahead in a headroom

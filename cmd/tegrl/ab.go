@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
@@ -89,14 +90,19 @@ finished), utilisation and at_bound (runs stopped above capacity).`,
 			return runAB(cmd, a, f)
 		},
 	}
-	fl := cmd.Flags()
+	addABFlags(cmd.Flags(), f)
+	return cmd
+}
+
+// addABFlags declares ab's flags on fl.
+func addABFlags(fl *pflag.FlagSet, f *abFlags) {
 	fl.StringVar(&f.a, "a", "langevin", "scheduler A, the baseline: a built-in name or a policy file")
 	fl.StringVar(&f.b, "b", "", "scheduler B, compared with A: a built-in name or a policy file (required)")
 	fl.StringVar(&f.ref, "ref", "kube,bestfit,fgd", `reference schedulers, comma-separated ("" for none)`)
 	fl.StringVar(&f.seeds, "seeds", "1-20", "seeds: "+report.SeedsHelp+"; at least two")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of the synthetic cluster and of the bootstrap resampling")
 	fl.IntVar(&f.machines, "machines", 1000, "machines of the synthetic cluster")
-	fl.StringVar(&f.cluster, "cluster", "synthetic", "cluster: synthetic, alibaba-gpu:PATH (nodes.csv) or alibaba-2018:PATH (machine_meta.csv)")
+	fl.StringVar(&f.cluster, "cluster", "synthetic", env.ClusterSpecHelp)
 	fl.StringVar(&f.workload, "workload", "synthetic", "workload: synthetic (one per seed), alibaba-gpu:PATH (pods.csv) or alibaba-batch:PATH (2018 jobs.csv)")
 	fl.StringVar(&f.duration, "duration", "", "simulated time per run (Go duration such as 6h, or seconds); default: the synthetic horizon (6h), or until a trace drains")
 	fl.IntVar(&f.ticks, "ticks", 0, "stop each run after this many ticks (0: no limit beyond --duration)")
@@ -113,7 +119,6 @@ finished), utilisation and at_bound (runs stopped above capacity).`,
 	f.teg = addTEGFlag(fl)
 	f.gpu.addFlags(fl)
 	fl.StringVar(&f.out, "out", "", "write report.md, report.json and the PNG plots to this directory (created if needed)")
-	return cmd
 }
 
 // contender resolves a scheduler spec with rl.SchedulerFactory.
@@ -238,7 +243,7 @@ func abWorkload(f *abFlags, cfg *report.ABConfig) error {
 	}
 	switch {
 	case f.duration != "":
-		if cfg.Sim.Duration, err = parseSeconds(f.duration); err != nil {
+		if cfg.Sim.Duration, err = env.ParseSeconds(f.duration); err != nil {
 			return fmt.Errorf("--duration: %w", err)
 		}
 	case ws.Source == "synthetic":

@@ -36,6 +36,17 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
+// printJSONLines writes one JSON object per element, one per line.
+func printJSONLines[T any](w io.Writer, vs []T) error {
+	enc := json.NewEncoder(w)
+	for i := range vs {
+		if err := enc.Encode(&vs[i]); err != nil {
+			return fmt.Errorf("write json: %w", err)
+		}
+	}
+	return nil
+}
+
 func printConverted(w io.Writer, res datasets.Converted) {
 	for _, f := range res.Files {
 		fmt.Fprintln(w, f)
@@ -115,7 +126,7 @@ same bytes.`,
 		Example: `  tegrl dataset gen --machines 1000 --seed 1 --load 0.9 --duration 6h --out data/synthetic`,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			horizon, err := parseSeconds(duration)
+			horizon, err := env.ParseSeconds(duration)
 			if err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -164,11 +163,5 @@ func writeGavel(cmd *cobra.Command, a *app, f *gavelFlags, cfg report.GavelSweep
 	if !f.json {
 		return report.WriteGavelTable(out, cfg.Policies, cfg.Rates, sums, false)
 	}
-	enc := json.NewEncoder(out)
-	for _, s := range sums {
-		if err := enc.Encode(s); err != nil {
-			return fmt.Errorf("write json: %w", err)
-		}
-	}
-	return nil
+	return printJSONLines(out, sums)
 }

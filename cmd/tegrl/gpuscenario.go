@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -82,13 +81,7 @@ func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
 	if !f.jsonOut {
 		return report.WriteGPUTable(a.stdout, ms)
 	}
-	enc := json.NewEncoder(a.stdout)
-	for _, m := range ms {
-		if err := enc.Encode(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printJSONLines(a.stdout, ms)
 }
 
 func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -120,30 +119,9 @@ func headroomConfig(f *headroomFlags) (report.HeadroomConfig, error) {
 	return c, nil
 }
 
-// headroomFromJSON reads the points of earlier --json runs.
-func headroomFromJSON(files string) (report.HeadroomConfig, []report.HeadroomPoint, error) {
-	var pts []report.HeadroomPoint
-	for _, name := range strings.Split(files, ",") {
-		b, err := os.ReadFile(strings.TrimSpace(name))
-		if err != nil {
-			return report.HeadroomConfig{}, nil, fmt.Errorf("--from-json: %w", err)
-		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		for dec.More() {
-			var p report.HeadroomPoint
-			if err := dec.Decode(&p); err != nil {
-				return report.HeadroomConfig{}, nil, fmt.Errorf("--from-json %s: %w", name, err)
-			}
-			pts = append(pts, p)
-		}
-	}
-	cfg, pts := report.MergeHeadroom(pts)
-	return cfg, pts, nil
-}
-
 func runHeadroom(cmd *cobra.Command, a *app, f *headroomFlags) error {
 	if f.fromJSON != "" {
-		cfg, pts, err := headroomFromJSON(f.fromJSON)
+		cfg, pts, err := report.ReadHeadroomJSON(strings.Split(f.fromJSON, ","))
 		if err != nil {
 			return err
 		}
@@ -183,11 +161,5 @@ func writeHeadroom(cmd *cobra.Command, a *app, f *headroomFlags, cfg report.Head
 	if !f.json {
 		return report.WriteHeadroom(cmd.OutOrStdout(), cfg, pts)
 	}
-	enc := json.NewEncoder(cmd.OutOrStdout())
-	for _, p := range pts {
-		if err := enc.Encode(p); err != nil {
-			return fmt.Errorf("write json: %w", err)
-		}
-	}
-	return nil
+	return printJSONLines(cmd.OutOrStdout(), pts)
 }

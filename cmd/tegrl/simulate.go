@@ -1,11 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -84,24 +80,6 @@ func parseSchedulers(s string) ([]string, []func() env.Scheduler, error) {
 	return out, fs, nil
 }
 
-// parseSeconds accepts a Go duration ("6h", "90m") or plain seconds.
-func parseSeconds(s string) (float64, error) {
-	if v, err := strconv.ParseFloat(s, 64); err == nil {
-		if v < 0 {
-			return 0, fmt.Errorf("duration %q is negative", s)
-		}
-		return v, nil
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("duration %q: want a Go duration such as 6h or a number of seconds", s)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("duration %q is negative", s)
-	}
-	return d.Seconds(), nil
-}
-
 func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
 	if f.gpu.scenario != "" {
 		return runSimulateGPU(cmd, a, f)
@@ -131,11 +109,5 @@ func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
 	if !f.jsonOut {
 		return report.WriteMetricsTable(a.stdout, results)
 	}
-	enc := json.NewEncoder(a.stdout)
-	for _, m := range results {
-		if err := enc.Encode(m); err != nil {
-			return err
-		}
-	}
-	return nil
+	return printJSONLines(a.stdout, results)
 }

@@ -87,7 +87,7 @@ func runTune(cmd *cobra.Command, a *app, f *tuneFlags) error {
 	if err != nil {
 		return err
 	}
-	dur, err := parseSeconds(f.duration)
+	dur, err := env.ParseSeconds(f.duration)
 	if err != nil {
 		return err
 	}
