@@ -1,9 +1,6 @@
 package env
 
-import (
-	"fmt"
-	"io"
-)
+import "io"
 
 // SpotMemoryMiBPerCPU is the memory given to each CPU of a spot-trace
 // node. The trace (Duan et al., "GFS: A Preemptive Scheduling Framework
@@ -39,14 +36,10 @@ func ReadAlibabaSpotNodes(file string, r io.Reader) (*Cluster, error) {
 		if !ok {
 			break
 		}
-		name := t.str("node_name")
-		if name == "" {
-			return nil, t.fail("node_name", "empty node name")
+		name, err := t.nodeName("node_name", seen)
+		if err != nil {
+			return nil, err
 		}
-		if prev, dup := seen[name]; dup {
-			return nil, t.fail("node_name", "node %q repeated (first on line %d)", name, prev)
-		}
-		seen[name] = t.line
 		cpus, err := t.nonneg("cpu_num", 1<<20)
 		if err != nil {
 			return nil, err
@@ -65,9 +58,5 @@ func ReadAlibabaSpotNodes(file string, r io.Reader) (*Cluster, error) {
 		idx := len(c.Machines)
 		c.Machines = append(c.Machines, newMachine("spot-node-"+name, cpus*1000, cpus*SpotMemoryMiBPerCPU, int(gpus), model, idx/defaultRackSize))
 	}
-	if len(c.Machines) == 0 {
-		return nil, &ParseError{File: file, Line: 1, Err: fmt.Errorf("no nodes")}
-	}
-	layoutTopology(c, (len(c.Machines)+defaultRackSize-1)/defaultRackSize)
-	return c, c.Validate()
+	return finishNodes(file, c)
 }

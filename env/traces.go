@@ -40,14 +40,10 @@ func ReadAlibabaGPUNodes(file string, r io.Reader) (*Cluster, error) {
 		if !ok {
 			break
 		}
-		sn := t.str("sn")
-		if sn == "" {
-			return nil, t.fail("sn", "empty node name")
+		sn, err := t.nodeName("sn", seen)
+		if err != nil {
+			return nil, err
 		}
-		if prev, dup := seen[sn]; dup {
-			return nil, t.fail("sn", "node %q repeated (first on line %d)", sn, prev)
-		}
-		seen[sn] = t.line
 		cpu, err := t.nonneg("cpu_milli", 1<<40)
 		if err != nil {
 			return nil, err
@@ -73,6 +69,26 @@ func ReadAlibabaGPUNodes(file string, r io.Reader) (*Cluster, error) {
 		idx := len(c.Machines)
 		c.Machines = append(c.Machines, newMachine(sn, cpu, mem, int(gpus), model, idx/defaultRackSize))
 	}
+	return finishNodes(file, c)
+}
+
+// nodeName reads a node's name from col: not empty and not seen before
+// (seen maps names to their lines).
+func (t *table) nodeName(col string, seen map[string]int) (string, error) {
+	name := t.str(col)
+	if name == "" {
+		return "", t.fail(col, "empty node name")
+	}
+	if prev, dup := seen[name]; dup {
+		return "", t.fail(col, "node %q repeated (first on line %d)", name, prev)
+	}
+	seen[name] = t.line
+	return name, nil
+}
+
+// finishNodes lays a node table's machines into racks of defaultRackSize
+// in file order (the traces have no topology) and validates the cluster.
+func finishNodes(file string, c *Cluster) (*Cluster, error) {
 	if len(c.Machines) == 0 {
 		return nil, &ParseError{File: file, Line: 1, Err: fmt.Errorf("no nodes")}
 	}
