@@ -35,7 +35,7 @@ Presets:
           (--nodes, --pods): an episode is one seed's pod sequence, each pod
           a decision among the 8 machines FGD scores best, the reward the
           GPUs each decision allocates, shaped (docs/rl.md); 1M decisions,
-          γ 0.999 (about 1.5 minutes on 2 cores); evaluated
+          γ 0.999 (about 4 minutes on 2 cores); evaluated
           with tegrl saturate against fgd and bestfit on seeds 42-51`,
 		Example: `  tegrl train --preset small --out runs/small
   tegrl train --preset saturate --out runs/saturate
