@@ -9,9 +9,9 @@ set -eu
 pattern='\bsessions?\b|\bissues? #?[0-9]+|\broadmaps?\b|\bgoals?\b|\bsuperseded\b|\.\./shared|\bTODO\b|\bhelpers?\b'
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
-	files=$(git ls-files -z --cached --others --exclude-standard -- '*.go' '*.md' 'Makefile' | xargs -0 -r ls -d 2>/dev/null)
+	files=$(git ls-files -z --cached --others --exclude-standard -- '*.go' '*.md' 'cmd/tegrl/help/*.txt' 'Makefile' | xargs -0 -r ls -d 2>/dev/null)
 else
-	files=$(find . -name .git -prune -o \( -name '*.go' -o -name '*.md' -o -name Makefile \) -type f -print)
+	files=$(find . -name .git -prune -o \( -name '*.go' -o -name '*.md' -o -path './cmd/tegrl/help/*.txt' -o -name Makefile \) -type f -print)
 fi
 [ -n "$files" ] || exit 0
 

@@ -46,46 +46,11 @@ type abFlags struct {
 func newABCmd(a *app) *cobra.Command {
 	f := &abFlags{}
 	cmd := &cobra.Command{
-		Use:   "ab",
-		Short: "Paired A/B evaluation of a scheduler against pure Langevin, with bootstrap confidence intervals",
-		Long: `ab runs scheduler A (by default the pure Langevin governor) and scheduler B on
-the same cluster and, seed by seed, the same workload and simulation seed,
-and compares them on every numeric metric of tegrl simulate: the mean of A,
-the mean of B, the mean paired difference B - A, its percentile bootstrap
-confidence interval over seeds (--resamples resamples, seeded by --seed, so
-the report is deterministic), and a verdict: B better, A better or no
-significant difference (the interval excludes 0 or not; lower is better
-for times, waits, queues, violations, energy and fragmentation, higher for
-utilisation, reward and completed jobs; counts such as jobs_submitted are
-neutral). Reference schedulers (--ref) run on the same seeds and are
-reported as means.
-
-A and B are built-in scheduler names (` + strings.Join(env.SchedulerNames, ", ") + `)
-or policy files.
-
---seeds takes a range ("1-20") or a list ("3,5,8"), as every command does;
-a bare number is one seed there, which cannot be compared, so ab refuses
-it (one seed s is "s-s"). Runs go in parallel (--workers); the results do
-not depend on it.
-
-With --out DIR it writes DIR/report.md (command, setup, per-metric table,
-reference schedulers, plots), DIR/report.json and PNG plots: CDFs of job
-completion time and slowdown (jobs of all seeds), CPU and GPU utilisation,
-GPU fragmentation, damping and queue length over time (means over seeds).
-With --json stdout has exactly one JSON object (the same as report.json):
-a, b, seeds, metrics (per metric: a_mean, b_mean, diff_mean, ci_low,
-ci_high, direction, verdict), reference and setup.
-
-With --scenario CLUSTER-WORKLOAD (see tegrl simulate) A, B and --ref are
-allocation policies of a GPU training cluster, run on the same jobs per
-seed at --rate jobs/h or offered GPU load --load; the metrics are average,
-p99 and largest JCT of the measured jobs (compared on the seeds where both
-finished), utilisation and at_bound (runs stopped above capacity).`,
-		Example: `  tegrl ab --a langevin --b fgd --seeds 1-20 --out ab-fgd
-  tegrl ab --b policy.safetensors --seeds 1-20 --ref "" --json
-  tegrl ab --b kube --machines 500 --duration 3h --seeds 1-5 --ref bestfit
-  tegrl ab --scenario gavel-multi --rate 2.0 --a max_min_fairness --b tiresias --seeds 0-5 --ref fifo_perf`,
-		Args: cobra.NoArgs,
+		Use:     "ab",
+		Short:   "Paired A/B evaluation of a scheduler against pure Langevin, with bootstrap confidence intervals",
+		Long:    helpText("ab"),
+		Example: exampleText("ab"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAB(cmd, a, f)
 		},

@@ -15,20 +15,11 @@ func newActorCmd(a *app) *cobra.Command {
 	var id uint32
 	var creds, trust string
 	cmd := &cobra.Command{
-		Use:   "actor",
-		Short: "Run an IMPALA actor for a tegrl train learner over NATS",
-		Long: `actor connects to the NATS server of a training run, waits for the learner's
-parameters (which also carry the environment and the policy's shape), then
-runs episodes and publishes trajectory segments, switching to newer
-parameters between segments. It stops on SIGINT/SIGTERM, when the learner
-ends the run (its signed end message: with --trust-key, only one signed
-with the learner's key counts), or when the learner has broadcast nothing
-new for --idle-timeout (a learner that died).`,
-		Example: `  tegrl broker --listen 127.0.0.1:4222 --token s3cret &
-  tegrl train --preset small --nats nats://127.0.0.1:4222 --token s3cret --actors 0 --run r1 --out runs/r1 &
-  tegrl actor --nats nats://127.0.0.1:4222 --token s3cret --run r1 --id 1 &
-  tegrl actor --nats nats://127.0.0.1:4222 --token s3cret --run r1 --id 2`,
-		Args: cobra.NoArgs,
+		Use:     "actor",
+		Short:   "Run an IMPALA actor for a tegrl train learner over NATS",
+		Long:    helpText("actor"),
+		Example: exampleText("actor"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg.ID, cfg.Logger = id, a.log
 			if err := cfg.ReadFiles(creds, trust); err != nil {

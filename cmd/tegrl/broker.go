@@ -13,18 +13,11 @@ func init() { addCommand(newBrokerCmd) }
 func newBrokerCmd(a *app) *cobra.Command {
 	f := transport.BrokerConfig{}
 	cmd := &cobra.Command{
-		Use:   "broker",
-		Short: "Run a stand-alone NATS server (with JetStream) for distributed training",
-		Long: `broker runs the NATS server that tegrl train otherwise embeds, so that
-actors and the learner in many processes, on many machines, can meet: they
-point --nats at the URL it prints. JetStream (the object store for large
-parameter sets, the key-value of the latest parameters) keeps its files in
---store, so a restarted broker with the same --store still has them.
-
-It prints the client URL on stdout and runs until SIGINT or SIGTERM.`,
-		Example: `  tegrl broker --listen 0.0.0.0:4222 --token "$TEGRL_NATS_TOKEN" --store /var/lib/tegrl/nats
-  tegrl broker --listen 127.0.0.1:0   # a random free port`,
-		Args: cobra.NoArgs,
+		Use:     "broker",
+		Short:   "Run a stand-alone NATS server (with JetStream) for distributed training",
+		Long:    helpText("broker"),
+		Example: exampleText("broker"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Logger = a.log
 			return transport.RunBroker(cmd.Context(), f, func(url string) { fmt.Fprintln(a.stdout, url) })

@@ -20,12 +20,8 @@ func newDatasetCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dataset",
 		Short: "Convert traces, generate workloads, record transitions and inspect Arrow datasets",
-		Long: `dataset reads and writes tegrl's datasets: Arrow IPC files of transitions
-(one row per scheduling decision), jobs (a workload), machines (a cluster)
-and usage series (docs/datasets.md). Every file carries its kind, format
-version, observation schema hash and checksums; readers refuse a file that
-does not match.`,
-		Args: cobra.NoArgs,
+		Long:  helpText("dataset"),
+		Args:  cobra.NoArgs,
 	}
 	cmd.AddCommand(newDatasetConvertCmd(a), newDatasetGenCmd(a), newDatasetRecordCmd(a), newDatasetInspectCmd(a), newDatasetFetchCmd(a))
 	return cmd
@@ -63,24 +59,11 @@ func newDatasetConvertCmd(a *app) *cobra.Command {
 		jsonOut      bool
 	)
 	cmd := &cobra.Command{
-		Use:   "convert",
-		Short: "Convert Alibaba cluster traces into machines.arrow, jobs.arrow and usage.arrow",
-		Long: `convert reads a public Alibaba trace with env's loaders (the same ones
-tegrl simulate uses) and writes Arrow datasets into --out:
-
-  alibaba-gpu[:DIR]  the 2023 GPU trace: DIR/nodes.csv -> machines.arrow,
-                     DIR/pods.csv -> jobs.arrow (.gz too; no DIR: the
-                     bundled copy)
-  alibaba-2018:DIR   the 2018 trace: DIR/machine_meta.csv -> machines.arrow,
-                     DIR/machine_usage.csv -> usage.arrow (when present),
-                     batch tasks from DIR/jobs.csv or the sibling
-                     alibaba-v2018-batch/jobs.csv -> jobs.arrow (when found)
-  alibaba-batch[:FILE] the 2018 batch task table -> jobs.arrow (no FILE:
-                     the bundled copy)`,
-		Example: `  tegrl dataset convert --from alibaba-gpu --out gpu-arrow   # the bundled 2023 GPU trace
-  tegrl dataset convert --from alibaba-gpu:traces/openb --out gpu-arrow   # traces/openb holds nodes.csv and pods.csv
-  tegrl dataset convert --from alibaba-batch:jobs.csv.gz --out batch-arrow`,
-		Args: cobra.NoArgs,
+		Use:     "convert",
+		Short:   "Convert Alibaba cluster traces into machines.arrow, jobs.arrow and usage.arrow",
+		Long:    helpText("dataset-convert"),
+		Example: exampleText("dataset-convert"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			res, err := datasets.ConvertSpec(from, out, datasets.ConvertOptions{Compress: compress, MaxInstances: maxInstances,
 				Writer: datasets.WriterOptions{BatchRows: batchRows}, Log: a.log})
@@ -117,13 +100,10 @@ func newDatasetGenCmd(a *app) *cobra.Command {
 		jsonOut   bool
 	)
 	cmd := &cobra.Command{
-		Use:   "gen",
-		Short: "Write a synthetic cluster and workload as machines.arrow and jobs.arrow",
-		Long: `gen writes the synthetic cluster and bursty AI workload that tegrl simulate
-uses by default (same generators, same seed, same jobs) as Arrow datasets,
-so that a run can be replayed or shared. The same flags always write the
-same bytes.`,
-		Example: `  tegrl dataset gen --machines 1000 --seed 1 --load 0.9 --duration 6h --out data/synthetic`,
+		Use:     "gen",
+		Short:   "Write a synthetic cluster and workload as machines.arrow and jobs.arrow",
+		Long:    helpText("dataset-gen"),
+		Example: exampleText("dataset-gen"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			horizon, err := env.ParseSeconds(duration)
@@ -174,35 +154,11 @@ type recordFlags struct {
 func newDatasetRecordCmd(a *app) *cobra.Command {
 	f := &recordFlags{}
 	cmd := &cobra.Command{
-		Use:   "record",
-		Short: "Run a scheduler in the simulator and record one transition per decision",
-		Long: `record runs a simulation as tegrl simulate does (same cluster, workload, seed
-and TEG flags) under one scheduler, built-in or a policy file, and writes
-into --out: transitions.arrow, one row per scheduling decision (the
-observation tensors, the action, the reward accrued until the next
-decision, done on the last row; behaviour log-prob, value and policy
-version are 0 for non-learned schedulers), plus the run's machines.arrow
-and jobs.arrow so that it can be replayed. Rows are written as they come:
-memory does not grow with the run. A transition of the default 100-machine
-cluster is about 134 KB (401 decisions, 53.8 MB in the default hour);
-it grows with the machines and, up to 512 job rows (datasets.MaxJobRows:
-the pending job and the first running ones), with the jobs running.
---max-bytes caps the file (default 4 GiB): the recording stops before
-the row that would cross it, with transitions.arrow valid and complete
-up to there. SIGINT or SIGTERM stops it likewise at the end of the
-current tick. A stopped recording writes no run.json (it cannot be
-replayed) and exits non-zero. A progress bar goes to stderr when it is a
-terminal.
-
-With --scenario CLUSTER-WORKLOAD (see tegrl simulate) it records a GPU
-training cluster's run under an allocation policy instead: the jobs drawn
-(dljobs.arrow), every allocation the policy computed (allocations.arrow:
-allocation, time, job, GPU type, share of time) and gpu-run.json (the
-configuration and final metrics), which tegrl replay re-runs.`,
-		Example: `  tegrl dataset record --scheduler langevin --machines 100 --duration 1h --seed 1 --out data/langevin
-  tegrl dataset record --scheduler fgd --cluster alibaba-gpu --duration 30m --out data/fgd-gpu
-  tegrl dataset record --scenario gavel-multi --rate 1.2 --scheduler tiresias --seed 0 --out data/tiresias`,
-		Args: cobra.NoArgs,
+		Use:     "record",
+		Short:   "Run a scheduler in the simulator and record one transition per decision",
+		Long:    helpText("dataset-record"),
+		Example: exampleText("dataset-record"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecord(cmd, a, f)
 		},
@@ -287,17 +243,11 @@ func runRecord(cmd *cobra.Command, a *app, f *recordFlags) error {
 func newDatasetInspectCmd(a *app) *cobra.Command {
 	var jsonOut bool
 	cmd := &cobra.Command{
-		Use:   "inspect FILE",
-		Short: "Print a dataset's kind, schema, metadata, row and batch counts and column statistics",
-		Long: `inspect reads an Arrow dataset batch by batch and prints its kind, schema
-(fields and types), metadata (observation schema hash, shapes), row and
-batch counts, and for each numeric column (list columns: their items) the
-count, nulls, NaNs, min, mean and max. It then runs the kind's reader over
-the file: a file that fails its checks is reported (and the command
-fails) after the summary.`,
-		Example: `  tegrl dataset inspect data/langevin/transitions.arrow
-  tegrl dataset inspect --json data/gpu/jobs.arrow`,
-		Args: cobra.ExactArgs(1),
+		Use:     "inspect FILE",
+		Short:   "Print a dataset's kind, schema, metadata, row and batch counts and column statistics",
+		Long:    helpText("dataset-inspect"),
+		Example: exampleText("dataset-inspect"),
+		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := datasets.Inspect(args[0])
 			if err != nil {

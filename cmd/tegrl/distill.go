@@ -13,18 +13,10 @@ func init() { addCommand(newDistillCmd) }
 func newDistillCmd(a *app) *cobra.Command {
 	r := &distill.Command{RunConfig: distill.RunConfig{Env: rl.EnvSpec{Machines: rl.SmallMachines, Load: rl.SmallLoad, Episode: rl.SmallEpisode}}}
 	cmd := &cobra.Command{
-		Use:   "distill",
-		Short: "Distil a trained policy into a smaller student (KL at T=2 on placement, moment matching on the Beta heads, value)",
-		Long: `distill runs the teacher policy on training episodes (sampling, as in
-training), labels the decisions it visits with its outputs, and fits a
-smaller student with the same inputs and heads: T²·KL at temperature 2 on the
-placement distribution, squared error of the Beta heads' means and log
-concentrations, and the value. It writes DIR/policy.safetensors and
-DIR/summary.json (top-1 agreement, the network latency of both, their
-whole-decision latency on a synthetic cluster of --latency-machines
-machines, and the held-out comparison of teacher and student). The
-student is a ReLU MLP of width --hidden, without graph layers.`,
-		Example: `  tegrl distill --teacher docs/policies/small.safetensors --out runs/student`,
+		Use:     "distill",
+		Short:   "Distil a trained policy into a smaller student (KL at T=2 on placement, moment matching on the Beta heads, value)",
+		Long:    helpText("distill"),
+		Example: exampleText("distill"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r.Command = report.CommandLine(a.argv)

@@ -29,37 +29,12 @@ type gavelFlags struct {
 func newGavelCmd(a *app) *cobra.Command {
 	f := &gavelFlags{}
 	cmd := &cobra.Command{
-		Use:   "gavel",
-		Short: "Run Gavel's continuous-jobs experiment on GPU training clusters and compare allocation policies",
-		Long: `gavel reproduces the continuous-jobs experiment of Gavel (Narayanan et al.,
-"Heterogeneity-Aware Cluster Scheduling Policies for Deep Learning
-Workloads", OSDI 2020) with tegrl's round simulator and Gavel's measured
-throughput table (bundled in data/gavel).
-
-The cluster is --cluster V:P:K (V100, P100 and K80 GPUs; Gavel's 36:36:36),
---gpus-per-server GPUs per server (1 in Gavel's protocol). Jobs arrive as a
-Poisson process at each --rates rate (jobs per hour) from Gavel's generator
-(continuous-single: every job on 1 GPU; --multi-gpu: continuous-multiple,
-1/2/4/8 GPUs); seed s draws the same jobs as Gavel's simulator with seed s.
-Every 360 s round the policy's allocation is turned into gangs of GPUs.
-The run ends when jobs 4000-4999 have finished; their average completion
-time (JCT, hours) is the metric. A run above capacity stops once more than
---max-active jobs are in the system (or --max-hours simulated hours pass)
-and is reported as at the bound.
-
-Output: a table of average JCT (mean ± sample std over seeds) per rate and
-policy, the zero-wait floor (each measured job alone on its fastest GPU
-type) and each policy's knee (first rate whose JCT exceeds twice the
-lowest rate's). With --json, one JSON object per policy and rate, one per
-line: scheduler, rate_jobs_per_h, seeds, avg_jct_h_mean, avg_jct_h_std
-(null when every seed hit the bound), jobs_measured, floor_jct_h,
-saturated_seeds. Runs go in parallel (--workers); results do not depend on
-it. Progress goes to stderr.`,
-		Example: `  tegrl gavel --scheduler fifo,fifo_perf,max_min_fairness,max_min_fairness_perf,gandiva --rates 0.4-6.0:0.4 --seeds 0-2 --plot docs/gavel-single.png
-  tegrl gavel --scheduler gandiva --rates 2.0 --seeds 0 --json
-  tegrl gavel --multi-gpu --scheduler max_min_fairness,max_min_fairness_perf --rates 0.2-3.0:0.2`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runGavel(cmd, a, f) },
+		Use:     "gavel",
+		Short:   "Run Gavel's continuous-jobs experiment on GPU training clusters and compare allocation policies",
+		Long:    helpText("gavel"),
+		Example: exampleText("gavel"),
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runGavel(cmd, a, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.schedulers, "scheduler", "fifo,fifo_perf,max_min_fairness,max_min_fairness_perf,gandiva", "comma-separated allocation policies: "+fmt.Sprint(env.AllocationPolicyNames()))

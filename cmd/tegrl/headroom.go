@@ -27,30 +27,12 @@ type headroomFlags struct {
 func newHeadroomCmd(a *app) *cobra.Command {
 	f := &headroomFlags{}
 	cmd := &cobra.Command{
-		Use:   "headroom",
-		Short: "Measure how far the GPU-cluster heuristics are from the zero-wait floor and from clairvoyant bounds",
-		Long: `headroom runs the round simulator's policies on GPU training clusters and
-workloads after Gavel (Narayanan et al., OSDI 2020) and reports, per arrival
-rate, each policy's average and p99 job completion time (hours) and GPU
-utilisation, the zero-wait floor (each measured job alone on its fastest
-GPU type), the best heuristic against the best clairvoyant bound
-(srtf_oracle, and lookahead: at every allocation each candidate heuristic
-is tried for --horizon rounds on a copy of the simulator and the best is
-kept), the gaps, and each policy's sustainable rate (the highest rate up to
-which its average JCT stays within 1.5x the floor).
-
-Scenarios are CLUSTER-WORKLOAD: clusters gavel (36:36:36, Gavel's protocol,
-jobs 4000-4999 measured), openb and spot (the bundled node lists' servers,
-every --sample-th server of each GPU model, racks of 8 servers, GPU models
-mapped by --gpu-models); workloads single (continuous-single), multi
-(continuous-multiple) and philly (the Philly distribution). The gavel
-cluster runs at --gavel-rates (--gavel-multi-rates for multi-GPU
-workloads), the others at offered GPU loads --loads: rate x mean GPU-hours
-per job on a V100 / the cluster's capacity in V100s.`,
-		Example: `  tegrl headroom --scenarios gavel-single,gavel-multi --out-md /tmp/gavel.md
-  tegrl headroom --scenarios openb-multi,spot-multi --loads 0.6-1.4:0.2 --seeds 0-1`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runHeadroom(cmd, a, f) },
+		Use:     "headroom",
+		Short:   "Measure how far the GPU-cluster heuristics are from the zero-wait floor and from clairvoyant bounds",
+		Long:    helpText("headroom"),
+		Example: exampleText("headroom"),
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runHeadroom(cmd, a, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.scenarios, "scenarios", "gavel-single,gavel-multi,openb-single,openb-multi,openb-philly,spot-single,spot-multi,spot-philly", "comma-separated CLUSTER-WORKLOAD (clusters gavel, openb, spot; workloads single, multi, philly)")

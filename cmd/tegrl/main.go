@@ -44,51 +44,12 @@ func addCommand(newCmd func(*app) *cobra.Command) {
 	commands = append(commands, newCmd)
 }
 
-// rootLong is the help text of tegrl.
-const rootLong = `tegrl trains and serves learned cluster schedulers.
-
-It models a cluster (machines, GPUs, racks, network) and its workload (jobs
-from synthetic generators or public traces such as Alibaba's GPU cluster
-trace), and compares placement policies on it: classic baselines (random,
-best-fit, dot product, GPU packing, GPU clustering, FGD, kube-scheduler's
-default, power of two choices) and the Thermo-Economic Governor's pure
-Langevin dynamics, and learns placement and damping policies with PPO and
-IMPALA-style actors over NATS.
-
-Commands available today:
-  simulate   run the cluster simulator (with the TEG dynamics: potential
-             field, Langevin moves, safety layer, damping controller,
-             tokens) on a workload with one or more schedulers and report
-             job, utilisation, energy, safety and reward metrics
-  tune       grid-search a scheduler's TEG parameters on training seeds,
-             ranked by mean reward
-  saturate   the FGD GPU saturation experiment: fill the GPU cluster with
-             pods that never finish and compare allocation and fragmentation
-  gavel      Gavel's continuous-jobs experiment on a heterogeneous GPU
-             training cluster: average JCT of allocation policies by rate
-  train      learn a policy: PPO + V-trace with actors over NATS, or offline
-             from recorded runs (--offline)
-  distill    distil a trained policy into a smaller student
-  actor      an actor process for a train learner on a NATS server
-  broker     a stand-alone NATS server (JetStream, token auth) for training
-  ab         paired A/B comparison of two schedulers or policies, with
-             bootstrap confidence intervals, a report and plots
-  dataset    convert traces, generate workloads, record transitions of any
-             scheduler and inspect Arrow datasets
-  replay     re-run a recorded run under any scheduler, byte for byte, and
-             diff two schedulers' decisions
-  serve      the real-time scheduling service: decisions over HTTP, the
-             Kubernetes scheduler extender, hot-loaded policies, A/B arms
-
-Results go to stdout (text tables, or JSON with --json); logs go to stderr.
-A progress bar appears on long work when stderr is a terminal.`
-
 // newRootCmd builds the tegrl command tree writing to a.stdout and a.stderr.
 func newRootCmd(a *app) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "tegrl",
 		Short:         "Train and serve learned cluster schedulers",
-		Long:          rootLong,
+		Long:          helpText("tegrl"),
 		Version:       report.Version(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

@@ -23,40 +23,11 @@ type replayFlags struct {
 func newReplayCmd(a *app) *cobra.Command {
 	f := &replayFlags{}
 	cmd := &cobra.Command{
-		Use:   "replay",
-		Short: "Re-run a recorded run with any scheduler; check that it reproduces, or diff two schedulers' decisions",
-		Long: `replay re-runs a run recorded by tegrl dataset record (its cluster, workload,
-seed, hence its arrivals and machine failures, tick, duration and TEG
-configuration) deterministically under a scheduler, built-in or a policy
-file, logging each decision (time, job, action).
-
-Under the recorded scheduler, the default, every decision is compared with
-the recorded one as transitions.arrow is streamed, and the final metrics'
-JSON with the recorded run.json byte for byte: the command says whether
-the replay reproduced the recording, and where it first diverged (step,
-job, time, recorded and replayed actions) if not, and then fails.
-
-With --diff OTHER it replays under both schedulers, aligns their decisions
-by job and occurrence (the k-th decision for each job), lists where they
-differ (the first --limit by time) and compares every metric (A, B, B - A,
-which is better).
-
---governor own (default) runs each scheduler under its own TEG governor, as
-tegrl simulate would, with the recording's TEG overrides (--safety,
---moves... given to record) applied; recorded runs every scheduler under
-the recorded TEG configuration. Either way the recorded scheduler gets
-exactly the recorded configuration.
-
-A GPU-cluster recording (dataset record --scenario) is re-run on its
-recorded jobs: under the recorded allocation policy every allocation and
-the final metrics are compared byte for byte; under another --scheduler
-its metrics are shown next to the recorded ones.`,
-		Example: `  tegrl dataset record --scheduler fgd --machines 64 --duration 1h --mtbf 7200 --out data/fgd
-  tegrl replay --trace data/fgd
-  tegrl replay --trace data/fgd/transitions.arrow --scheduler fgd --diff langevin --limit 10
-  tegrl replay --trace data/fgd --scheduler policy.safetensors --diff fgd --json
-  tegrl replay --trace data/tiresias --scheduler max_min_fairness`,
-		Args: cobra.NoArgs,
+		Use:     "replay",
+		Short:   "Re-run a recorded run with any scheduler; check that it reproduces, or diff two schedulers' decisions",
+		Long:    helpText("replay"),
+		Example: exampleText("replay"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runReplay(cmd, a, f)
 		},

@@ -19,38 +19,11 @@ const (
 func newSaturateCmd(a *app) *cobra.Command {
 	f := &rl.SaturateRun{}
 	cmd := &cobra.Command{
-		Use:   "saturate",
-		Short: "Run the FGD GPU saturation experiment and compare schedulers",
-		Long: `saturate runs the GPU saturation experiment of the FGD paper (Weng et al.,
-ATC'23) on the Alibaba GPU cluster trace.
-
-The cluster is the trace's machines that have GPUs. For each seed the pods
-are shuffled and topped up (drawn with replacement) until their GPU demand
-reaches --tune x the GPU capacity; they are submitted one at a time, never
-finish, and a pod that fits nowhere is dropped. After each pod the GPU
-allocation ratio (allocated / capacity) and the fragmentation are recorded
-at arrival bins of 1% of capacity, 0% to 130%.
-
-Output, per scheduler: the allocation curve every 10% of arrival and at 130%
-(mean ± std over seeds), the headline allocation at 130% arrival, the
-fragmentation F(M) as % of capacity and the fragmentation ratio (F(M) / idle
-GPU) at 130%; then a summary table sorted by allocation at 130%. Std is the
-sample standard deviation (divisor n-1; 0 with one seed).
-
-With --json, stdout has one JSON object per scheduler, one per line, with
-keys scheduler, seeds, alloc_at_130_mean, alloc_at_130_std,
-frag_at_130_mean, frag_at_130_std, frag_ratio_at_130_mean,
-frag_ratio_at_130_std, pods_mean, dropped_mean, dropped_std and bins (131
-objects: arrival_pct, alloc_mean, alloc_std, frag_pct_mean,
-frag_ratio_pct_mean). All values are percentages except seeds, pods and
-dropped (counts).
-
-Runs for different seeds and schedulers go in parallel (--workers); the
-results do not depend on it.`,
-		Example: `  tegrl saturate --scheduler all --seeds 42-51 --plot docs/saturation.png --out-md docs/saturation.md
-  tegrl saturate --scheduler fgd,bestfit --seeds 42,43,50 --json
-  tegrl saturate --scheduler kube --seeds 7 --tune 1.0`,
-		Args: cobra.NoArgs,
+		Use:     "saturate",
+		Short:   "Run the FGD GPU saturation experiment and compare schedulers",
+		Long:    helpText("saturate"),
+		Example: exampleText("saturate"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Command, f.Logger, f.Bar = report.CommandLine(a.argv), a.log, a.stderr
 			return rl.RunSaturate(cmd.Context(), *f, cmd.OutOrStdout())

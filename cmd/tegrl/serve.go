@@ -18,46 +18,11 @@ func newServeCmd(a *app) *cobra.Command {
 	f := &serve.Options{}
 	var kf kube.Flags
 	cmd := &cobra.Command{
-		Use:   "serve",
-		Short: "Serve scheduling decisions over HTTP: JSON API, Kubernetes scheduler extender, hot-loaded policies, A/B routing",
-		Long: `serve runs the real-time scheduling service. It keeps a live model of the
-cluster, fed by POST /v1/state (machines, jobs started and stopped, usage,
-the queue, the clock), and answers POST /v1/decide (a pending job -> machine,
-replica delta, affinity, damping, decision id, policy version) with the
-scheduler of the job's A/B arm: a built-in scheduler by name or a learned
-policy file. kube-scheduler can call it as an extender (POST /filter,
-POST /prioritize). GET /metrics serves Prometheus metrics, GET /healthz and
-GET /readyz the health and readiness (ready once a cluster is defined and
-every arm serves a policy that passed its smoke test).
-
-Access has three roles, each with its own bearer token, read from a file
-(--read-token-file, ...) or the environment (TEGRL_READ_TOKEN,
-TEGRL_WRITE_TOKEN, TEGRL_ADMIN_TOKEN), never from the command line: read
-(decide, filter, prioritize), write (state, outcome; also read) and admin
-(policy uploads, the A/B and policy views; everything). A role without a
-token is open; the admin role is then disabled. serve refuses to listen on
-an address other than loopback while the read or write role is open,
-unless --insecure. --tls-cert and --tls-key serve HTTPS; with --client-ca
-clients must present a certificate it signed.
-
-New policy versions are hot-loaded from --policy-dir, from a NATS JetStream
-object store bucket (--nats, --policy-bucket) or by POST /v1/policies with
-the admin bearer token; each is validated (checksum, observation schema
-hash, finite weights, smoke decisions on canary states) before it replaces
-the arm's policy; a refused one is logged and counted and the old one keeps
-serving.
-
-It prints the URL on stdout and runs until SIGINT or SIGTERM, then drains
-in-flight requests.
-
-Schedulers: ` + fmt.Sprint(env.SchedulerNames) + `, a policy file (.safetensors or a
-training output directory), or "hot" (none until one is hot-loaded).`,
-		Example: `  tegrl serve --cluster alibaba-gpu --scheduler langevin
-  tegrl serve --cluster none --scheduler out/policy.safetensors --ab langevin --ab-share 0.1
-  TEGRL_ADMIN_TOKEN=$(cat /etc/tegrl/admin.token) tegrl serve --scheduler hot --policy-dir /var/lib/tegrl/policies
-  tegrl serve --listen 0.0.0.0:8443 --read-token-file /etc/tegrl/read.token --write-token-file /etc/tegrl/write.token --tls-cert tls.crt --tls-key tls.key
-  tegrl serve --scheduler hot --nats nats://127.0.0.1:4222 --policy-bucket tegrl-policies`,
-		Args: cobra.NoArgs,
+		Use:     "serve",
+		Short:   "Serve scheduling decisions over HTTP: JSON API, Kubernetes scheduler extender, hot-loaded policies, A/B routing",
+		Long:    helpText("serve"),
+		Example: exampleText("serve"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := kf.Check(cmd.Flags().Changed("cluster"), &f.Cluster); err != nil {
 				return err

@@ -20,20 +20,11 @@ func newServeLoadCmd(a *app) *cobra.Command {
 		asJSON  bool
 	)
 	cmd := &cobra.Command{
-		Use:    "serve-load",
-		Hidden: true,
-		Short:  "Load-test tegrl serve: decisions at a fixed rate while policies are hot-loaded",
-		Long: `serve-load sends POST /v1/decide at --rate per second for --duration from
---clients connections, and uploads the --hot-load policy files in turn every
---hot-load-every to POST /v1/policies. It reports throughput, latency
-percentiles, failed requests and hot-load times.
-
-Without --url it starts a service in this process on 127.0.0.1 (a synthetic
-cluster of --machines, about --fill of its CPU requested, --scheduler
-serving, random tokens for every role) and loads it over loopback; with
---url it loads that service, with the tokens in $TEGRL_READ_TOKEN and
-$TEGRL_ADMIN_TOKEN.`,
-		Example: `  tegrl serve-load --rate 2000 --duration 20s --hot-load-every 75ms`,
+		Use:     "serve-load",
+		Hidden:  true,
+		Short:   "Load-test tegrl serve: decisions at a fixed rate while policies are hot-loaded",
+		Long:    helpText("serve-load"),
+		Example: exampleText("serve-load"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			t.Logger = a.log

@@ -24,30 +24,12 @@ func init() { addCommand(newSimulateCmd) }
 func newSimulateCmd(a *app) *cobra.Command {
 	f := &simFlags{}
 	cmd := &cobra.Command{
-		Use:   "simulate",
-		Short: "Run schedulers on a simulated cluster and report job, utilisation, fragmentation and energy metrics",
-		Long: `simulate runs a deterministic cluster simulation: jobs arrive (synthetic
-bursty AI workload or a real Alibaba trace), wait in a queue, are placed by
-the scheduler, run and complete; machines fail and recover. It prints one
-row of metrics per scheduler, or with --json one JSON object per line.
-The same flags and seed always print the same bytes. Each scheduler runs
-under its TEG governor (moves and the damping controller on for langevin
-only) with --teg's assignments applied.
-
-Schedulers: ` + strings.Join(env.SchedulerNames, ", ") + ` (or "all").
-
-With --scenario CLUSTER-WORKLOAD it simulates a GPU training cluster
-instead (` + gpuScenarioHelp + `) under allocation policies
-(` + strings.Join(env.AllocationPolicyNames(), ", ") + `, or "all") at --rate
-jobs/h or offered GPU load --load, and reports average, p99 and largest
-job completion time of the measured jobs, the zero-wait floor, GPU
-utilisation, rounds and moves.`,
-		Example: `  tegrl simulate --scheduler all --machines 1000 --duration 6h --seed 1
-  tegrl simulate --scheduler langevin,fgd --teg temperature=0.1,w-frag=20,moves=off
-  tegrl simulate --scheduler fgd --cluster alibaba-gpu --workload alibaba-gpu:pods.csv.gz --compress 100 --json
-  tegrl simulate --scenario openb/8-multi --load 1.0 --scheduler fifo_perf,max_min_fairness,tiresias`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, a, f) },
+		Use:     "simulate",
+		Short:   "Run schedulers on a simulated cluster and report job, utilisation, fragmentation and energy metrics",
+		Long:    helpText("simulate"),
+		Example: exampleText("simulate"),
+		Args:    cobra.NoArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runSimulate(cmd, a, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.schedulers, "scheduler", "fgd", "scheduler name, a comma-separated list, or all")

@@ -13,36 +13,11 @@ func init() { addCommand(newTrainCmd) }
 func newTrainCmd(a *app) *cobra.Command {
 	f := &rl.TrainOptions{OfflineConfig: rl.DefaultOfflineConfig()}
 	cmd := &cobra.Command{
-		Use:   "train",
-		Short: "Train a placement + damping policy with PPO and IMPALA-style actors over NATS",
-		Long: `train learns a scheduling policy on the TEG cluster simulator. Actors run
-episodes with a local copy of the policy and publish trajectory segments over
-NATS; the learner corrects their lag with V-trace, runs PPO updates and
-broadcasts versioned parameters. By default everything runs in this process
-around an embedded NATS server on a random loopback port; --nats points the
-learner at an external server, where more actors can join with tegrl actor.
-
-It writes DIR/policy.safetensors (weights plus metadata), DIR/train_log.csv,
-DIR/learning_curve.png and DIR/summary.json, and evaluates the policy against
-langevin and reference schedulers on held-out seeds.
-
-Presets:
-  small   a 96-machine synthetic cluster with bursty AI jobs at 90% load,
-          two-hour episodes, slowdown reward relative to langevin on the
-          same seed; 1M decisions, batches of 2,000, lr 1e-3 (about 2
-          minutes on 2 cores)
-  saturate  the FGD saturation experiment on the Alibaba GPU trace
-          (--nodes, --pods): an episode is one seed's pod sequence, each pod
-          a decision among the 8 machines FGD scores best, the reward the
-          GPUs each decision allocates, shaped (docs/rl.md); 1M decisions,
-          γ 0.999 (about 4 minutes on 2 cores); evaluated
-          with tegrl saturate against fgd and bestfit on seeds 42-51`,
-		Example: `  tegrl train --preset small --out runs/small
-  tegrl train --preset saturate --out runs/saturate
-  tegrl broker --listen 127.0.0.1:4222 &
-  tegrl train --preset small --nats nats://127.0.0.1:4222 --actors 0 --out runs/dist &
-  tegrl actor --nats nats://127.0.0.1:4222 --id 1 & tegrl actor --nats nats://127.0.0.1:4222 --id 2`,
-		Args: cobra.NoArgs,
+		Use:     "train",
+		Short:   "Train a placement + damping policy with PPO and IMPALA-style actors over NATS",
+		Long:    helpText("train"),
+		Example: exampleText("train"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Set, f.Command, f.Logger, f.Bar = cmd.Flags().Changed, report.CommandLine(a.argv), a.log, a.stderr
 			return f.Run(cmd.Context(), a.stdout)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -33,25 +32,11 @@ type tuneFlags struct {
 func newTuneCmd(a *app) *cobra.Command {
 	f := &tuneFlags{}
 	cmd := &cobra.Command{
-		Use:   "tune",
-		Short: "Grid-search a scheduler's TEG parameters on training seeds, ranked by mean reward",
-		Long: `tune runs the scheduler on a synthetic workload for every point of a
-parameter grid and every seed, and ranks the points by the mean per-tick
-reward (0.5 task success + 0.3 energy + 0.2 latency). Use training seeds
-here and keep evaluation seeds apart.
-
-The grid is "name=v1,v2;name2=v3,v4" with the parameter names of --teg:
-` + strings.Join(env.TEGParamNames(), ", ") + `.
-Switches take 0 or 1. Each point changes the scheduler's governor with
---teg's assignments applied.
-
-With --scenario CLUSTER-WORKLOAD (see tegrl simulate) it tunes an
-allocation policy's parameters on a GPU training cluster at --rate jobs/h
-or offered GPU load --load instead, ranking the points by runs at the
-bound, then mean average JCT (lower first).`,
-		Example: `  tegrl tune --scheduler langevin --seeds 1-3 --grid "temperature=0.01,0.05,0.2;w-frag=0,5,20"
-  tegrl tune --scenario gavel-multi --rate 1.6 --scheduler tiresias --seeds 0-2 --grid "queue1-h=0.5,1,2;queue2-h=5,10,20"`,
-		Args: cobra.NoArgs,
+		Use:     "tune",
+		Short:   "Grid-search a scheduler's TEG parameters on training seeds, ranked by mean reward",
+		Long:    helpText("tune"),
+		Example: exampleText("tune"),
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runTune(cmd, a, f)
 		},
