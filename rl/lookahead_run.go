@@ -14,16 +14,18 @@ import (
 // LookaheadRun is tegrl lookahead as its command line gives it: the
 // clairvoyant one-step rollout of Base (LookaheadSeeds) on each seed.
 type LookaheadRun struct {
-	Base  string // built-in scheduler or policy file (SchedulerFactory)
+	Base  string `flag:"base" default:"langevin" usage:"scheduler improved upon: a built-in name or a policy file"`
 	Seeds string // a list for report.ParseSeeds
 	// Source is each seed's cluster, workload and run, with Source.Seed
 	// replaced by the seed.
 	Source env.SourceSpec
 	// TEG gives the run's TEG settings under a fresh Base scheduler.
-	TEG                        func(env.Scheduler) (env.TEGConfig, error)
-	Every, Candidates, Workers int // Workers 0: GOMAXPROCS
-	Support                    float64
-	JSON                       bool // one JSON object instead of the table
+	TEG        func(env.Scheduler) (env.TEGConfig, error)
+	Candidates int
+	Workers    int     `flag:"workers" usage:"simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS"`
+	Every      int     `flag:"every" default:"1" usage:"evaluate every n-th decision (the others follow the base)"`
+	Support    float64 `flag:"support" usage:"try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)"`
+	JSON       bool    `flag:"json" usage:"print one JSON object (base, every, candidates, support, seeds: one object per seed)"`
 }
 
 // RunLookahead checks r, runs it and prints the table (WriteLookaheadTable)

@@ -191,17 +191,17 @@ type OfflineConfig struct {
 	// log-likelihood) or "awr" (advantage-weighted regression, Peng et al.
 	// 2019: the same, weighted by exp(A/β) with A the advantage,
 	// normalised, and weights capped at MaxWeight).
-	Method string `json:"method"`
+	Method string `json:"method" flag:"offline-method" default:"bc" usage:"offline method: bc (behaviour cloning) or awr (advantage-weighted regression)"`
 	// Lambda is the λ of AWR's advantages and value targets, TD(λ) on
 	// the data's discount as in Peng et al.: 1 (the default) uses the
 	// Monte Carlo returns, A = R - V(s); smaller values bootstrap from
 	// the value of later decisions, trading bias for less of the
 	// workload's noise.
-	Lambda    float64 `json:"awr_lambda"`
-	Epochs    int     `json:"epochs"`
+	Lambda    float64 `json:"awr_lambda" flag:"awr-lambda" usage:"AWR's TD(λ) for advantages and value targets: 1 uses the Monte Carlo returns, less bootstraps from the value function"`
+	Epochs    int     `json:"epochs" flag:"offline-epochs" usage:"passes over the offline data"`
 	Minibatch int     `json:"minibatch"`
 	LR        float64 `json:"lr"`
-	Beta      float64 `json:"awr_beta"`
+	Beta      float64 `json:"awr_beta" flag:"awr-beta" usage:"AWR temperature β on normalised advantages (smaller: greedier)"`
 	MaxWeight float64 `json:"awr_max_weight"`
 	VFCoef    float64 `json:"vf_coef"`
 	Seed      uint64  `json:"seed"`

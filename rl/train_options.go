@@ -20,44 +20,67 @@ import (
 // output. Run turns it into a TrainRun or an OfflineRun and prints the
 // summary; its errors name the command's flags.
 type TrainOptions struct {
-	Preset string // Preset's name
-	Out    string // output directory, created if missing
-	Seed   uint64
+	Preset string `flag:"preset" default:"small" usage:"training preset: small or saturate"`
+	Out    string `flag:"out" usage:"output directory (required)"`
+	Seed   uint64 `flag:"seed" default:"1" usage:"seed of the network initialisation, the actors' episodes and the minibatches"`
 	// Actors, SegmentLen, Sync, MaxLag, Transport, NATSURL, Token and RunID
 	// are TrainConfig's.
-	Actors, SegmentLen          int
-	Sync                        bool
-	MaxLag                      uint64
-	Transport, NATSURL, Token   string
-	RunID                       string
-	Credentials                 string // NATS user credentials file (transport.CredentialsFrom)
-	KeyFromSeed                 bool   // derive the signing key from Seed (transport.RunSigningKey)
-	Steps, Batch                int
-	Machines, Candidates        int
-	Hidden                      int
-	Load, Episode               float64
-	LR, EntCoef, Gamma, Shaping float64
-	Encoder, Reward, Baseline   string
-	Replicas                    bool
+	SegmentLen  int     `flag:"segment" usage:"steps per trajectory segment"`
+	Actors      int     `flag:"actors" default:"1" usage:"in-process actors (0: only remote tegrl actor processes); on 2 cores one actor keeps the learner busy"`
+	Sync        bool    `flag:"sync" default:"true" usage:"in-process actors wait for every update (on-policy lockstep; with --actors 1 the run is deterministic); --sync=false for IMPALA's asynchronous actors"`
+	MaxLag      uint64  `flag:"max-lag" usage:"drop segments more than this many policy versions old"`
+	Token       string  `flag:"token" usage:"NATS token (also for the embedded server)"`
+	NATSURL     string  `flag:"nats" usage:"NATS server URL (default: an embedded server on a random loopback port)"`
+	Transport   string  `flag:"transport" default:"nats" usage:"nats, or chan (in-process channels, for comparison)"`
+	RunID       string  `flag:"run" default:"train" usage:"run id: scopes the NATS subjects (letters, digits, - and _)"`
+	Credentials string  `flag:"credentials" usage:"file of the learner's NATS user credentials (NAME:PASSWORD) for --nats (default: the file $TEGRL_NATS_CREDENTIALS names)"`
+	KeyFromSeed bool    `flag:"sign-key-from-seed" usage:"derive the signing key from --seed instead of crypto/rand (reproducible signatures; anyone who knows the seed can sign)"`
+	Batch       int     `flag:"batch" usage:"decisions per PPO update (default: the preset's)"`
+	Steps       int     `flag:"steps" usage:"decisions to learn from (default: the preset's)"`
+	Candidates  int     `flag:"candidates" usage:"candidate machines per decision (default: the preset's)"`
+	Machines    int     `flag:"machines" usage:"machines of the synthetic cluster (default: the preset's)"`
+	Hidden      int     `flag:"hidden" usage:"hidden width (default: the preset's)"`
+	Episode     float64 `flag:"episode" usage:"simulated seconds per episode (default: the preset's)"`
+	Load        float64 `flag:"load" usage:"offered load (default: the preset's)"`
+	EntCoef     float64 `flag:"ent-coef" usage:"weight of the placement entropy bonus"`
+	Shaping     float64 `flag:"shaping" usage:"potential-based reward shaping from the reward baseline's load: horizon in simulated seconds (0: off; docs/rl.md)"`
+	Gamma       float64 `flag:"gamma" usage:"discount per decision (default: the preset's)"`
+	LR          float64 `flag:"lr" usage:"Adam learning rate (default: the preset's)"`
+	Baseline    string  `flag:"reward-baseline" usage:"scheduler run alongside whose accrual each reward is relative to (\"\": none; default: the preset's)"`
+	Reward      string  `flag:"reward" usage:"reward: slowdown or teg (default: the preset's)"`
+	Encoder     string  `flag:"encoder" usage:"candidate encoder: mlp, or gnn (temporal and graph layers on the decision's candidate graph; docs/rl.md) (default: the preset's)"`
+	Replicas    bool    `flag:"replicas" usage:"let the policy change services' replica counts (off: deltas are 0; see docs/rl.md)"`
 	// Nodes and Pods are the trace tables of the saturate preset.
-	Nodes, Pods string
+	Nodes string `flag:"nodes" default:"alibaba-gpu" usage:"--preset saturate: Alibaba GPU trace node table: alibaba-gpu (bundled nodes.csv) or alibaba-gpu:FILE"`
+	Pods  string `flag:"pods" default:"alibaba-gpu" usage:"--preset saturate: Alibaba GPU trace pod table: alibaba-gpu (bundled pods.csv) or alibaba-gpu:FILE"`
 	// EvalSeeds ("": no evaluation) and EvalRefs are lists of held-out
 	// seeds and built-in schedulers.
-	EvalSeeds, EvalRefs string
-	CheckpointEvery     int    // updates between checkpoints in Out/checkpoint (0: none)
-	Resume, Init        string // checkpoint directory to resume; policy to start from
+	EvalSeeds       string
+	EvalRefs        string `flag:"eval-ref" default:"langevin,kube,bestfit,fgd" usage:"schedulers the policy is compared with"`
+	CheckpointEvery int    `flag:"checkpoint-every" usage:"write DIR/checkpoint every this many updates and at the end (0: never)"`
+	Init            string `flag:"init" usage:"start from this policy (a policy file or train output folder of the same shape), e.g. an offline one"`
+	Resume          string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
 	// with OfflineConfig; OfflineRef is the scheduler the rewards are
 	// relative to.
-	Offline, OfflineRef string
-	OfflineConfig       OfflineConfig
-	JSON                bool // print summary.json instead of text
+	OfflineRef    string `flag:"offline-ref" usage:"built-in scheduler run beside each recording: rewards become relative to its accrual (\"\": raw rewards)"`
+	Offline       string `flag:"offline" usage:"learn offline from recordings of tegrl dataset record (comma-separated folders) instead of online"`
+	OfflineConfig OfflineConfig
+	JSON          bool `flag:"json" usage:"print the summary as JSON"`
 	// Set tells whether a flag was given: the settings above that have a
 	// preset default override it only then.
 	Set     func(flag string) bool
 	Command string
 	Logger  *slog.Logger
 	Bar     io.Writer // progress bar, drawn when it is a terminal
+}
+
+// DefaultTrainOptions is tegrl train's defaults: the small preset, one
+// synchronous in-process actor, the default segment, lag, entropy and
+// checkpoint settings and the offline defaults.
+func DefaultTrainOptions() TrainOptions {
+	return TrainOptions{SegmentLen: DefaultSegmentLen, MaxLag: DefaultMaxLag, EntCoef: DefaultEntCoef,
+		CheckpointEvery: DefaultCheckpointEvery, EvalSeeds: EvalSeeds, OfflineConfig: DefaultOfflineConfig()}
 }
 
 // config is the run's configuration: the preset with the settings given

@@ -16,36 +16,42 @@ import (
 type Options struct {
 	Config
 	// Listen is the host:port Run listens on.
-	Listen string
+	Listen string `flag:"listen" default:"127.0.0.1:8080" usage:"host:port to listen on (port 0: a random free port)"`
 	// Cluster is the initial cluster's spec (env.ParseClusterSpec), or
 	// "none": the first full state update defines it.
 	Cluster string
 	// Machines is the size of a synthetic Cluster.
-	Machines int
+	Machines int `flag:"machines" default:"1000" usage:"machines of the synthetic cluster"`
 	// Tick is the model's seconds per tick (Config.Sim.Tick).
 	Tick float64
 	// Scheduler is arm a's scheduler; AB, when set, arm b's, which gets
 	// ABShare of the job keys.
-	Scheduler, AB string
-	ABShare       float64
+	AB        string  `flag:"ab" usage:"arm b's scheduler for A/B tests (empty: one arm)"`
+	Scheduler string  `flag:"scheduler" default:"langevin" usage:"arm a's scheduler: a built-in name, a policy file, or hot"`
+	ABShare   float64 `flag:"ab-share" default:"0.1" usage:"share of job keys routed to arm b (with --ab)"`
 	// Safety is the TEG safety layer, "on" or "off".
-	Safety string
+	Safety string `flag:"safety" default:"on" usage:"safety layer (memory and rack power barrier) in the model's admission filter: on or off"`
 	// Token files of the roles; empty reads $TEGRL_READ_TOKEN,
 	// $TEGRL_WRITE_TOKEN, $TEGRL_ADMIN_TOKEN (ReadToken).
-	ReadTokenFile, WriteTokenFile, AdminTokenFile string
+	AdminTokenFile string `flag:"admin-token-file" usage:"file holding the admin role's bearer token (default: $TEGRL_ADMIN_TOKEN; neither: policy uploads are disabled)"`
+	WriteTokenFile string `flag:"write-token-file" usage:"file holding the write role's bearer token (default: $TEGRL_WRITE_TOKEN; neither: the role is open)"`
+	ReadTokenFile  string `flag:"read-token-file" usage:"file holding the read role's bearer token (default: $TEGRL_READ_TOKEN; neither: the role is open)"`
 	// NATSTokenFile (default $TEGRL_NATS_TOKEN) or NATSCredentialsFile
 	// (NAME:PASSWORD; default the file $TEGRL_NATS_CREDENTIALS names)
 	// authenticate the connection of Config.NATS.
-	NATSTokenFile, NATSCredentialsFile string
+	NATSCredentialsFile string `flag:"credentials" usage:"file of the NATS user credentials (NAME:PASSWORD) for --nats, instead of a token (default: the file $TEGRL_NATS_CREDENTIALS names)"`
+	NATSTokenFile       string `flag:"nats-token-file" usage:"file holding the NATS token (default: $TEGRL_NATS_TOKEN)"`
 	// TrustKeyFile is the learner's public key (default: the file
 	// $TEGRL_TRUST_KEY names); see Config.TrustKey.
-	TrustKeyFile string
+	TrustKeyFile string `flag:"trust-key" usage:"the learner's public key (tegrl train's DIR/signing.pub): refuse policies without a signature by it (FILE.sig beside a policy file, NAME.sig put into the bucket before NAME, an upload's X-Tegrl-Signature header) (default: the file $TEGRL_TRUST_KEY names)"`
 	// TLSCert and TLSKey serve HTTPS; with ClientCA clients must present
 	// a certificate it signed (LoadTLS).
-	TLSCert, TLSKey, ClientCA string
+	ClientCA string `flag:"client-ca" usage:"PEM CA bundle: with it clients must present a certificate it signed (HTTPS only)"`
+	TLSKey   string `flag:"tls-key" usage:"PEM private key of --tls-cert"`
+	TLSCert  string `flag:"tls-cert" usage:"PEM certificate to serve HTTPS with (with --tls-key)"`
 	// Insecure allows a non-loopback Listen while the read or write role
 	// has no token (CheckExposure).
-	Insecure bool
+	Insecure bool `flag:"insecure" usage:"allow a non-loopback --listen address while the read or write role has no token"`
 	// Attach, when set, runs beside the service once it is built (the
 	// Kubernetes cluster sync); Run calls the stop it returns on the way
 	// out.

@@ -59,33 +59,33 @@ type Config struct {
 	// MaxBodyBytes caps the bodies of state updates and extender calls
 	// (default 32 MiB: a full state of 100,000 machines fits); decisions
 	// and outcomes are capped at 64 KiB.
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `flag:"max-body" default:"33554432" usage:"largest JSON request body in bytes"`
 	// MaxMachines caps the machines of a full state update (default
 	// 100,000).
-	MaxMachines int
+	MaxMachines int `flag:"max-machines" default:"100_000" usage:"largest cluster a state update may define"`
 	// MaxPolicyBytes caps policy files (default 256 MiB).
-	MaxPolicyBytes int64
+	MaxPolicyBytes int64 `flag:"max-policy-bytes" default:"268435456" usage:"largest policy file in bytes"`
 	// RequestTimeout bounds each request's handling (default 10 s);
 	// slower requests get 503.
-	RequestTimeout time.Duration
+	RequestTimeout time.Duration `flag:"request-timeout" default:"10s" usage:"bound on one request's handling"`
 	// ShutdownTimeout bounds the drain of in-flight requests (default 15 s).
-	ShutdownTimeout time.Duration
+	ShutdownTimeout time.Duration `flag:"shutdown-timeout" default:"15s" usage:"bound on draining in-flight requests at shutdown"`
 	// Clock is ClockRequest (default) or ClockWall.
 	Clock string
 	// Seed drives the schedulers' random streams and decision ids.
-	Seed uint64
+	Seed uint64 `flag:"seed" default:"1" usage:"seed of the synthetic cluster, the model and the schedulers' random streams"`
 	// DecisionLog is how many recent decisions outcomes can refer to
 	// (default 65,536).
 	DecisionLog int
 	// DecisionTTL is how long after a decision its outcome is accepted
 	// (default 24 h).
-	DecisionTTL time.Duration
+	DecisionTTL time.Duration `flag:"decision-ttl" default:"24h" usage:"how long after a decision its outcome is accepted"`
 	// PolicyDir is watched for new policy files (*.safetensors, with an
 	// optional NAME.sha256 beside), loaded into arm PolicyDirArm (default
 	// the first arm) every WatchInterval (default 2 s).
-	PolicyDir     string
-	PolicyDirArm  string
-	WatchInterval time.Duration
+	PolicyDir     string        `flag:"policy-dir" usage:"directory watched for new policy files (*.safetensors, optional NAME.sha256)"`
+	PolicyDirArm  string        `flag:"policy-dir-arm" default:"a" usage:"arm that --policy-dir loads into"`
+	WatchInterval time.Duration `flag:"watch-interval" default:"2s" usage:"poll interval of --policy-dir"`
 	// NATS hot-loads policy versions from a JetStream object store.
 	NATS NATSConfig
 	// TrustKey, when set, is the learner's public key (tegrl train's
@@ -99,7 +99,8 @@ type Config struct {
 // NATSConfig names the JetStream object store bucket the trainer
 // publishes policy files to. Empty URL: off.
 type NATSConfig struct {
-	URL, Token string
+	Token string
+	URL   string `flag:"nats" usage:"NATS URL to watch a JetStream object store for policy files (with --policy-bucket)"`
 	// User and Password log in as a user of the server (tegrl broker
 	// --users) instead of a token; the learner role may create the
 	// bucket, the actor role may only read one that exists.
@@ -108,9 +109,9 @@ type NATSConfig struct {
 	// "serve".
 	Run string
 	// Bucket is the object store bucket, created if missing.
-	Bucket string
+	Bucket string `flag:"policy-bucket" default:"tegrl-policies" usage:"JetStream object store bucket of policy files (created if missing)"`
 	// Arm receives the policies (default: the first arm).
-	Arm string
+	Arm string `flag:"nats-arm" default:"a" usage:"arm that the NATS bucket loads into"`
 }
 
 // Service is the real-time scheduling service. Create it with New, then

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/tegrl/tegrl/cmd/internal/flagtag"
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
@@ -21,14 +22,10 @@ func newLookaheadCmd(a *app) *cobra.Command {
 		RunE:    func(cmd *cobra.Command, _ []string) error { return rl.RunLookahead(cmd.Context(), *f, a.stdout) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Base, "base", "langevin", "scheduler improved upon: a built-in name or a policy file")
+	flagtag.Bind(fl, f)
 	fl.StringVar(&f.Seeds, "seeds", "1", "seeds: "+report.SeedsHelp+"; each seeds its cluster, workload and run")
-	fl.IntVar(&f.Every, "every", 1, "evaluate every n-th decision (the others follow the base)")
 	fl.IntVar(&f.Candidates, "candidates", rl.DefaultPolicyConfig().Candidates, "candidate machines per decision, drawn as the learned policy draws them")
-	fl.IntVar(&f.Workers, "workers", 0, "simulations at once (seeds, then each seed's rollouts); 0 = GOMAXPROCS")
-	fl.Float64Var(&f.Support, "support", 0, "try only the base's choice and candidates with at least this probability under the governor's placement distribution (0: all)")
 	f.TEG = addTEGFlag(fl).forSched
-	fl.BoolVar(&f.JSON, "json", false, "print one JSON object (base, every, candidates, support, seeds: one object per seed)")
 	fl.IntVar(&f.Source.Machines, "machines", 96, "machines of the synthetic cluster")
 	fl.StringVar(&f.Source.Cluster, "cluster", "synthetic", env.ClusterSpecHelp)
 	fl.StringVar(&f.Source.Workload, "workload", "synthetic", env.WorkloadSpecHelp)
