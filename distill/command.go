@@ -14,7 +14,7 @@ import (
 type Command struct {
 	RunConfig
 	Seeds string // a list for report.ParseSeeds ("": no evaluation)
-	JSON  bool   // print summary.json instead of text
+	JSON  bool   `flag:"json" usage:"print the summary as JSON"`
 }
 
 // Run checks c, distils (Run) and prints the summary to w (WriteSummary,

@@ -30,33 +30,35 @@ const (
 
 // RunConfig is a distillation run of tegrl distill.
 type RunConfig struct {
-	Teacher string // the teacher: a policy file or train output folder (rl.ReadPolicyFile)
+	// Teacher is read with rl.ReadPolicyFile.
+	Teacher string `flag:"teacher" usage:"teacher policy (a policy file or train output folder)"`
 	// Hidden, Epochs and Seed set the student's width, the passes over the
 	// decisions and the seed of the episodes, the student's
 	// initialisation and the minibatches; the rest is DefaultConfig.
 	Hidden, Epochs int
-	Seed           uint64
+	Seed           uint64     `flag:"seed" default:"1" usage:"seed of the episodes, the student's initialisation and the minibatches"`
 	Env            rl.EnvSpec // the training episodes' environment
 	Decisions      int        // teacher decisions to learn from
 	// Online makes the student act and learn in Rounds rounds on the
 	// states it visits, labelled by the teacher, its decisions moved over
 	// NATS (UseNATS; NATSURL "" starts an embedded server) or channels.
-	Online  bool
+	Online  bool `flag:"online" usage:"online: the student acts and learns on the states it visits, labelled by the teacher, over NATS"`
 	Rounds  int
-	UseNATS bool
-	NATSURL string
+	UseNATS bool   `flag:"online-nats" default:"true" usage:"online: move the student's decisions over NATS (false: in-process channels)"`
+	NATSURL string `flag:"nats" usage:"online: NATS server URL (default: an embedded server)"`
 	// Data, when set, names recorded runs (tegrl dataset record folders,
 	// comma-separated) whose decisions the student learns from instead of
 	// the teacher's own episodes.
-	Data string
+	Data string `flag:"data" usage:"learn from the decisions of recorded runs (tegrl dataset record folders, comma-separated) instead of the teacher's own episodes"`
 	// LatencyMachines is the synthetic cluster size on which whole
 	// decisions are timed (0 skips).
-	LatencyMachines int
+	LatencyMachines int `flag:"latency-machines" default:"1523" usage:"synthetic cluster size on which whole decisions of teacher and student are timed (0 skips)"`
 	// EvalSeeds are the held-out seeds comparing teacher, student and
 	// langevin (none skips).
 	EvalSeeds []uint64
-	Out       string // created if needed: policy.safetensors and summary.json
-	Command   string // the command line, for summary.json
+	// Out is created if needed and receives policy.safetensors and summary.json.
+	Out     string `flag:"out" usage:"output folder"`
+	Command string // the command line, for summary.json
 }
 
 // Summary is summary.json of tegrl distill.

@@ -16,7 +16,9 @@ import (
 // Everything else (the environment, the policy's shape, the run's seed)
 // comes from the learner's parameter broadcasts.
 type RemoteActorConfig struct {
-	URL, Token, RunID string
+	RunID string `flag:"run" default:"train" usage:"run id of the learner (tegrl train --run)"`
+	Token string `flag:"token" usage:"NATS token"`
+	URL   string `flag:"nats" default:"nats://127.0.0.1:4222" usage:"NATS server URL"`
 	// User and Password authenticate as a NATS user instead of Token.
 	User, Password string
 	ID             uint32
@@ -25,7 +27,7 @@ type RemoteActorConfig struct {
 	TrustKey ed25519.PublicKey
 	// IdleTimeout stops the actor when the learner broadcast nothing new
 	// for this long (0: WaitTimeout).
-	IdleTimeout time.Duration
+	IdleTimeout time.Duration `flag:"idle-timeout" default:"5m" usage:"stop when the learner broadcast nothing new for this long (it died without ending the run)"`
 	Logger      *slog.Logger
 }
 

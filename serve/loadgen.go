@@ -20,20 +20,20 @@ import (
 // hot-loaded at a fixed interval.
 type LoadConfig struct {
 	// URL is the service's base URL (http://127.0.0.1:8080).
-	URL string
+	URL string `flag:"url" usage:"base URL of the service to load (empty: start one in this process)"`
 	// ReadToken and AdminToken authorise the decisions and the uploads
 	// (empty: none sent).
 	ReadToken, AdminToken string
 	// Rate is the decisions per second asked for (open loop: a ticker
 	// releases them; the report says what was achieved).
-	Rate float64
+	Rate float64 `flag:"rate" default:"2000" usage:"decisions per second"`
 	// Duration is how long decisions are sent.
-	Duration time.Duration
+	Duration time.Duration `flag:"duration" default:"20s" usage:"how long to send decisions"`
 	// Clients is how many concurrent connections send them (default 8).
-	Clients int
+	Clients int `flag:"clients" default:"8" usage:"concurrent connections"`
 	// HotLoadEvery is the interval between policy uploads (0: none), into
 	// HotLoadArm (empty: the first arm), cycling through Policies.
-	HotLoadEvery time.Duration
+	HotLoadEvery time.Duration `flag:"hot-load-every" default:"75ms" usage:"interval between policy uploads (0: none)"`
 	HotLoadArm   string
 	Policies     [][]byte
 	// Jobs are the pending jobs' shapes, cycled through (default: one

@@ -16,10 +16,10 @@ import (
 // LoadConfig has no URL: a synthetic cluster of Machines, about Fill of
 // its CPU requested by running jobs, Scheduler serving arm a.
 type LoadTarget struct {
-	Machines  int
-	Scheduler string
-	Fill      float64
-	Seed      uint64
+	Machines  int     `flag:"machines" default:"1000" usage:"machines of the in-process service's synthetic cluster"`
+	Scheduler string  `flag:"scheduler" default:"docs/policies/student-gnn.safetensors" usage:"the in-process service's scheduler"`
+	Fill      float64 `flag:"fill" default:"0.6" usage:"share of the in-process cluster's CPU requested by running jobs"`
+	Seed      uint64  `flag:"seed" default:"1" usage:"seed of the in-process cluster and its jobs"`
 	Logger    *slog.Logger
 }
 

@@ -1,10 +1,9 @@
 package main
 
 import (
-	"time"
-
 	"github.com/spf13/cobra"
 
+	"github.com/tegrl/tegrl/cmd/internal/flagtag"
 	"github.com/tegrl/tegrl/rl"
 )
 
@@ -29,11 +28,8 @@ func newActorCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&cfg.URL, "nats", "nats://127.0.0.1:4222", "NATS server URL")
-	fl.StringVar(&cfg.Token, "token", "", "NATS token")
-	fl.StringVar(&cfg.RunID, "run", "train", "run id of the learner (tegrl train --run)")
+	flagtag.Bind(fl, &cfg)
 	fl.Uint32Var(&id, "id", 1, "actor id, unique within the run (in-process actors of tegrl train use 1..--actors)")
-	fl.DurationVar(&cfg.IdleTimeout, "idle-timeout", 5*time.Minute, "stop when the learner broadcast nothing new for this long (it died without ending the run)")
 	fl.StringVar(&creds, "credentials", "", "file of the actor's NATS user credentials (NAME:PASSWORD) (default: the file $TEGRL_NATS_CREDENTIALS names)")
 	fl.StringVar(&trust, "trust-key", "", "the learner's public key (its run directory's signing.pub): drop parameters not signed with it (default: the file $TEGRL_TRUST_KEY names)")
 	return cmd

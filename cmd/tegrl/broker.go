@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tegrl/tegrl/cmd/internal/flagtag"
 	"github.com/tegrl/tegrl/rl/transport"
 )
 
@@ -24,10 +25,6 @@ func newBrokerCmd(a *app) *cobra.Command {
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.Listen, "listen", "127.0.0.1:4222", "host:port to listen on (port 0: a random free port)")
-	fl.StringVar(&f.Token, "token", "", "token every client must present (empty: no authentication)")
-	fl.StringVar(&f.UsersFile, "users", "", "file of NATS users, one NAME:PASSWORD:ROLE[:RUN] a line (ROLE learner or actor; actors may not publish parameters), instead of --token")
-	fl.StringVar(&f.Store, "store", "", "JetStream directory (empty: a temporary directory, removed on exit)")
-	fl.IntVar(&f.MaxPayload, "max-payload", 1<<20, "largest message in bytes (at most 64 MiB); larger parameter sets go through the object store")
+	flagtag.Bind(fl, &f)
 	return cmd
 }

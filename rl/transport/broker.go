@@ -12,17 +12,17 @@ import (
 // flags do; errors name those flags.
 type BrokerConfig struct {
 	// Listen is host:port (port 0: a random free port).
-	Listen string
+	Listen string `flag:"listen" default:"127.0.0.1:4222" usage:"host:port to listen on (port 0: a random free port)"`
 	// Token every client must present ("": no authentication unless
 	// UsersFile).
-	Token string
+	Token string `flag:"token" usage:"token every client must present (empty: no authentication)"`
 	// UsersFile is a file of users (ParseUsers), instead of Token.
-	UsersFile string
+	UsersFile string `flag:"users" usage:"file of NATS users, one NAME:PASSWORD:ROLE[:RUN] a line (ROLE learner or actor; actors may not publish parameters), instead of --token"`
 	// Store is the JetStream directory ("": a temporary one, removed by
 	// Shutdown).
-	Store string
+	Store string `flag:"store" usage:"JetStream directory (empty: a temporary directory, removed on exit)"`
 	// MaxPayload is the largest message in bytes, 1..MaxFramePayload.
-	MaxPayload int
+	MaxPayload int `flag:"max-payload" default:"1048576" usage:"largest message in bytes (at most 64 MiB); larger parameter sets go through the object store"`
 	Logger     *slog.Logger
 }
 
