@@ -86,3 +86,24 @@ func SchedulerFactory(spec string) (func() env.Scheduler, error) {
 		return NewScheduler(p, SchedulerConfig{Name: spec})
 	}, nil
 }
+
+// SchedulerFactories resolves a comma-separated list of built-in names and
+// policy files (or "all", every built-in) to their names and constructors.
+func SchedulerFactories(s string) ([]string, []func() env.Scheduler, error) {
+	names := strings.Split(s, ",")
+	if s == "all" {
+		names = env.SchedulerNames
+	}
+	var out []string
+	var fs []func() env.Scheduler
+	for _, name := range names {
+		name = strings.TrimSpace(name)
+		f, err := SchedulerFactory(name)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, name)
+		fs = append(fs, f)
+	}
+	return out, fs, nil
+}

@@ -21,17 +21,21 @@ import (
 // (report.Saturate) as its command line gives it, with the output it
 // prints and the files it writes.
 type SaturateRun struct {
-	Nodes, Pods string // trace table specs (env.CheckTraceFile)
-	Schedulers  string // a list for SaturationSchedulers
-	Seeds       string // a list for report.ParseSeeds
-	Tune        float64
-	Workers     int  // 0: GOMAXPROCS
-	JSON        bool // JSON lines instead of tables
+	// Nodes and Pods are trace table specs (env.CheckTraceFile).
+	Nodes      string  `flag:"nodes" default:"alibaba-gpu" usage:"Alibaba GPU trace node table: alibaba-gpu (bundled nodes.csv) or alibaba-gpu:FILE; only machines with GPUs are used"`
+	Pods       string  `flag:"pods" default:"alibaba-gpu" usage:"Alibaba GPU trace pod table: alibaba-gpu (bundled pods.csv) or alibaba-gpu:FILE"`
+	Schedulers string  `flag:"scheduler" default:"all" usage:"comma-separated schedulers: random, bestfit, dotprod, packing, clustering, fgd, kube, p2c, or policy files (tegrl train --preset saturate); \"all\" = the FGD protocol's six (random through fgd)"`
+	Seeds      string  // a list for report.ParseSeeds
+	Tune       float64 `flag:"tune" default:"1.3" usage:"stop submitting pods when their GPU demand reaches this multiple of the GPU capacity"`
+	Workers    int     `flag:"workers" usage:"runs at once; 0 = GOMAXPROCS (the number of usable CPUs)"`
+	JSON       bool    `flag:"json" usage:"write one JSON object per scheduler (JSON lines) to stdout instead of tables"`
 	// Plot and OutMD, when set, receive the allocation plot (PNG) and the
 	// Markdown summary with Command, the command line.
-	Plot, OutMD, Command string
-	Logger               *slog.Logger
-	Bar                  io.Writer // progress bar, drawn when it is a terminal
+	Command string
+	OutMD   string `flag:"out-md" usage:"also write the Markdown summary table and the command line to this file"`
+	Plot    string `flag:"plot" usage:"also write a PNG plot of GPU allocation against arrived demand, one curve per scheduler, to this file"`
+	Logger  *slog.Logger
+	Bar     io.Writer // progress bar, drawn when it is a terminal
 }
 
 // RunSaturate checks r, runs the experiment, writes r.Plot and r.OutMD and

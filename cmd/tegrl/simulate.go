@@ -5,7 +5,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -41,32 +40,11 @@ func newSimulateCmd(a *app) *cobra.Command {
 	return cmd
 }
 
-// parseSchedulers expands "all" and comma lists of built-in names and
-// policy files, resolving each to a constructor.
-func parseSchedulers(s string) ([]string, []func() env.Scheduler, error) {
-	names := strings.Split(s, ",")
-	if s == "all" {
-		names = env.SchedulerNames
-	}
-	var out []string
-	var fs []func() env.Scheduler
-	for _, name := range names {
-		name = strings.TrimSpace(name)
-		f, err := rl.SchedulerFactory(name)
-		if err != nil {
-			return nil, nil, err
-		}
-		out = append(out, name)
-		fs = append(fs, f)
-	}
-	return out, fs, nil
-}
-
 func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
 	if f.gpu.scenario != "" {
 		return runSimulateGPU(cmd, a, f)
 	}
-	names, factories, err := parseSchedulers(f.schedulers)
+	names, factories, err := rl.SchedulerFactories(f.schedulers)
 	if err != nil {
 		return err
 	}
