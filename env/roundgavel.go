@@ -12,6 +12,9 @@ type GavelRun struct {
 	Cluster       string // "V:P:K" or type=count,...; "36:36:36" if empty
 	GPUsPerServer int    // 1 if 0
 	Round         RoundConfig
+	// New, when set, builds the run's policy instead of Policy's
+	// registered one (Policy then only names it in errors).
+	New func() AllocationPolicy
 }
 
 // Run executes the run against the bundled Gavel throughput table. The
@@ -28,8 +31,10 @@ func (g GavelRun) Run(t *ThroughputTable) (RoundResult, error) {
 	if err != nil {
 		return RoundResult{}, err
 	}
-	pol, err := AllocationPolicyByName(g.Policy)
-	if err != nil {
+	var pol AllocationPolicy
+	if g.New != nil {
+		pol = g.New()
+	} else if pol, err = AllocationPolicyByName(g.Policy); err != nil {
 		return RoundResult{}, err
 	}
 	gen, err := NewGavelGenerator(t, GavelWorkloadConfig{Rate: g.Rate, Multi: g.Multi, Seed: g.Seed})

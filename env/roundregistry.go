@@ -44,8 +44,12 @@ func RegisterAllocationPolicy(name string, f func() AllocationPolicy) {
 }
 
 // AllocationPolicyByName returns a fresh instance of the policy registered
-// under name, or an error naming the known policies.
+// under name, or of the learned policy in the file name when it ends in
+// .json (ParseScoredPolicy), or an error naming the known policies.
 func AllocationPolicyByName(name string) (AllocationPolicy, error) {
+	if IsPolicyFile(name) {
+		return loadScoredPolicyFile(name)
+	}
 	policyMu.RLock()
 	f, ok := policyRegistry[name]
 	policyMu.RUnlock()

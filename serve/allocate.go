@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 
 	"github.com/tegrl/tegrl/env"
 )
@@ -155,6 +156,10 @@ func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateRes
 			resp, err = nil, fmt.Errorf("policy %s failed on this request: %v", req.Policy, p)
 		}
 	}()
+	if env.IsPolicyFile(req.Policy) {
+		// A path would make the service read files a client names.
+		return nil, &fieldError{"policy", fmt.Sprintf("%q: the API takes a built-in policy name (%s), not a file", req.Policy, strings.Join(env.AllocationPolicyNames(), ", "))}
+	}
 	pol, err := env.AllocationPolicyByName(req.Policy)
 	if err != nil {
 		return nil, &fieldError{"policy", err.Error()}

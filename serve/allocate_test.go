@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -133,4 +134,25 @@ func FuzzAllocate(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestAllocateRefusesPolicyFiles checks that a client cannot make the
+// service read a file: a valid scored policy file's path is refused.
+func TestAllocateRefusesPolicyFiles(t *testing.T) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "p.json")
+	if err := env.WriteScoredPolicy(path, env.DefaultScoredWeights(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.AllocationPolicyByName(path); err != nil {
+		t.Fatalf("the file itself is valid: %v", err)
+	}
+	r := allocReq()
+	r.Policy = path
+	if _, err := Allocate(tab, &r); err == nil || !strings.Contains(err.Error(), "not a file") {
+		t.Fatalf("policy file accepted over the API: %v", err)
+	}
 }

@@ -1,0 +1,226 @@
+package env
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// ScoredPolicy is a learned allocation policy for the round simulator: it
+// scores every (active job, GPU type) pair with a linear function of
+// features a real scheduler sees (attained service, age, gang size, the
+// job's throughput on the type against its best, where it ran in the
+// previous round, the cluster's load) and gives the pairs, best score
+// first, one whole gang each while GPUs of the type are free. A pair whose
+// score is not positive is never allocated: the policy may leave slow
+// GPUs idle rather than start a job there. It never reads a job's steps
+// (StepsTotal, StepsLeft): it is not clairvoyant.
+//
+// The weights come from training (rl.TrainRound, evolution strategies on
+// the round simulator) and are saved as a JSON policy file
+// (WriteScoredPolicy); AllocationPolicyByName loads such a file by path.
+type ScoredPolicy struct {
+	// Weights has one weight per feature, in ScoredFeatures order.
+	Weights []float64
+
+	prev  map[int]int // job ID -> type it was allocated last round
+	next  map[int]int
+	pairs []scoredPair
+	free  []int
+	done  []bool
+	feat  []float64
+}
+
+type scoredPair struct {
+	score float64
+	job   int // index into RoundState.Jobs
+	typ   int
+}
+
+// ScoredFeatures names the features of a (job, type) pair, in weight
+// order. Hours are simulated hours; logs are natural.
+var ScoredFeatures = []string{
+	"bias",           // 1
+	"log_attained",   // log(1 + attained GPU-hours)
+	"log_age",        // log(1 + hours since arrival)
+	"log2_scale",     // log2(GPUs of the gang)
+	"log_rel_thr",    // log(throughput on this type / on the job's best type), <= 0
+	"same_type",      // 1 if the job ran on this type last round
+	"running",        // 1 if the job ran last round (on any type)
+	"log_spread",     // log(best throughput / mean throughput over types): how much type matters to the job
+	"served_frac",    // attained GPU-seconds / (scale x age): the share of its life it ran
+	"rel_thr_x_load", // log_rel_thr x log(1 + gangs' GPUs demanded / GPUs)
+}
+
+// NumScoredFeatures is len(ScoredFeatures).
+var NumScoredFeatures = len(ScoredFeatures)
+
+// DefaultScoredWeights rank jobs first come, first served on their fastest
+// free type, the starting point of training: older jobs first (age), the
+// best type preferred, every pair positive.
+func DefaultScoredWeights() []float64 {
+	w := make([]float64, NumScoredFeatures)
+	w[0], w[2], w[4] = 10, 1, 1
+	return w
+}
+
+// Name implements AllocationPolicy.
+func (p *ScoredPolicy) Name() string { return "scored" }
+
+// RoundHints implements RoundHintsPolicy: a job runs only where it is
+// allocated, so that a non-positive score keeps it off a type.
+func (p *ScoredPolicy) RoundHints() RoundHints { return RoundHints{SkipUnallocated: true} }
+
+// Allocate implements AllocationPolicy.
+func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
+	nf, nt := NumScoredFeatures, len(s.Types)
+	if len(p.Weights) != nf {
+		return fmt.Errorf("scored policy: %d weights, want %d (%s)", len(p.Weights), nf, strings.Join(ScoredFeatures, ", "))
+	}
+	if p.prev == nil {
+		p.prev, p.next = map[int]int{}, map[int]int{}
+	}
+	gpus, demand := 0, 0
+	for _, c := range s.Capacity {
+		gpus += c
+	}
+	for _, j := range s.Jobs {
+		demand += j.Scale
+	}
+	load := math.Log1p(float64(demand) / math.Max(1, float64(gpus)))
+	p.pairs = p.pairs[:0]
+	p.feat = slices.Grow(p.feat[:0], nf)[:nf]
+	f := p.feat
+	for i, j := range s.Jobs {
+		row := s.Throughput[i*nt : (i+1)*nt]
+		best, sum, n := 0.0, 0.0, 0
+		for _, v := range row {
+			if v > 0 {
+				best, sum, n = math.Max(best, v), sum+v, n+1
+			}
+		}
+		if best == 0 {
+			continue
+		}
+		ageH := math.Max(0, s.Time-j.Arrival) / 3600
+		served := 0.0
+		if ageH > 0 {
+			served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
+		}
+		prevT, running := p.prev[j.ID]
+		f[0], f[1], f[2], f[3] = 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale))
+		f[6], f[7], f[8] = float64(b2f(running)), math.Log(best*float64(n)/sum), served
+		for t, v := range row {
+			if v <= 0 || j.Scale > s.Capacity[t] {
+				continue
+			}
+			f[4] = math.Log(v / best)
+			f[5] = float64(b2f(running && prevT == t))
+			f[9] = f[4] * load
+			sc := 0.0
+			for k, w := range p.Weights {
+				sc += w * f[k]
+			}
+			if sc > 0 {
+				p.pairs = append(p.pairs, scoredPair{score: sc, job: i, typ: t})
+			}
+		}
+	}
+	// Best score first; ties by job then type keep the order deterministic.
+	slices.SortFunc(p.pairs, func(a, b scoredPair) int {
+		if c := cmpFloat(b.score, a.score); c != 0 {
+			return c
+		}
+		if a.job != b.job {
+			return a.job - b.job
+		}
+		return a.typ - b.typ
+	})
+	p.free = append(p.free[:0], s.Capacity...)
+	p.done = slices.Grow(p.done[:0], len(s.Jobs))[:len(s.Jobs)]
+	clear(p.done)
+	clear(x)
+	clear(p.next)
+	for _, q := range p.pairs {
+		sc := s.Jobs[q.job].Scale
+		if p.done[q.job] || p.free[q.typ] < sc {
+			continue
+		}
+		p.done[q.job] = true
+		p.free[q.typ] -= sc
+		x[q.job*nt+q.typ] = 1
+		p.next[s.Jobs[q.job].ID] = q.typ
+	}
+	p.prev, p.next = p.next, p.prev
+	return nil
+}
+
+// ScoredPolicyFile is the JSON form of a trained ScoredPolicy.
+type ScoredPolicyFile struct {
+	Kind     string    `json:"kind"` // "tegrl-scored-allocation"
+	Features []string  `json:"features"`
+	Weights  []float64 `json:"weights"`
+	// Training records how the weights were found (free-form, for people).
+	Training map[string]any `json:"training,omitempty"`
+}
+
+// ScoredPolicyKind is the kind field of a scored policy file.
+const ScoredPolicyKind = "tegrl-scored-allocation"
+
+// ParseScoredPolicy reads a scored policy file: its kind and feature names
+// must be this build's and every weight finite.
+func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
+	var f ScoredPolicyFile
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("scored policy: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("scored policy: trailing data after the JSON object")
+	}
+	if f.Kind != ScoredPolicyKind {
+		return nil, fmt.Errorf("scored policy: kind %q, want %q", f.Kind, ScoredPolicyKind)
+	}
+	if !slices.Equal(f.Features, ScoredFeatures) {
+		return nil, fmt.Errorf("scored policy: features %v, this build has %v", f.Features, ScoredFeatures)
+	}
+	if len(f.Weights) != NumScoredFeatures {
+		return nil, fmt.Errorf("scored policy: %d weights for %d features", len(f.Weights), NumScoredFeatures)
+	}
+	for i, w := range f.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("scored policy: weight %d (%s) is %v", i, ScoredFeatures[i], w)
+		}
+	}
+	return &ScoredPolicy{Weights: f.Weights}, nil
+}
+
+// WriteScoredPolicy writes weights as a scored policy file at path.
+func WriteScoredPolicy(path string, weights []float64, training map[string]any) error {
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: ScoredFeatures, Weights: weights, Training: training}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// IsPolicyFile tells whether an allocation policy name is a path to a
+// scored policy file rather than a registered name.
+func IsPolicyFile(name string) bool { return strings.HasSuffix(name, ".json") }
+
+// loadScoredPolicyFile reads the scored policy file at path.
+func loadScoredPolicyFile(path string) (AllocationPolicy, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("allocation policy file: %w", err)
+	}
+	p, err := ParseScoredPolicy(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}

@@ -1,0 +1,102 @@
+package env
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestScoredPolicyAllocate checks a hand-computed round: two GPU types
+// (fast with 2 GPUs, slow with 1) and three jobs.
+//
+// With weights bias 1, log_age 1, log_rel_thr 2 at time 1 h:
+//   - job 0 (arrived at 0, age 1 h, 1 GPU): fast 1+ln2 = 1.693, slow
+//     1+ln2+2·ln(0.5) = 0.307;
+//   - job 1 (arrived at 1 h, age 0, gang of 2): fast 1, slow not possible
+//     (2 GPUs > 1);
+//   - job 2 (age 0, 1 GPU, slow only): 1.
+//
+// Best first: job 0 takes a fast GPU (1.693); job 1's gang (1.0) no longer
+// fits the one fast GPU left; job 2 takes the slow GPU (1.0, after job 1 by
+// index); job 0's slow pair comes after it is placed.
+func TestScoredPolicyAllocate(t *testing.T) {
+	w := make([]float64, NumScoredFeatures)
+	w[0], w[2], w[4] = 1, 1, 2
+	p := &ScoredPolicy{Weights: w}
+	s := &RoundState{Time: 3600, Types: []string{"fast", "slow"}, Capacity: []int{2, 1},
+		Jobs: []RoundJob{{ID: 0, Scale: 1}, {ID: 1, Scale: 2, Arrival: 3600}, {ID: 2, Scale: 1, Arrival: 3600}},
+		Throughput: []float64{2, 1, 2, 1, 0, 1}}
+	x := make([]float64, 6)
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1, 0, 0, 0, 0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("x = %v, want %v", x, want)
+	}
+	// Next round: job 0 is done; job 1's gang now fits the fast type and
+	// job 2 keeps the slow GPU.
+	s.Jobs = s.Jobs[1:]
+	s.Throughput = s.Throughput[2:]
+	x = x[:4]
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1, 0, 0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("second round x = %v, want %v", x, want)
+	}
+	// A negative bias keeps every GPU idle: no pair scores above 0.
+	w[0] = -10
+	if err := p.Allocate(s, x); err != nil || slices.Max(x) != 0 {
+		t.Fatalf("negative scores allocated %v (%v)", x, err)
+	}
+	if err := (&ScoredPolicy{Weights: w[:3]}).Allocate(s, x); err == nil || !strings.Contains(err.Error(), "3 weights") {
+		t.Fatalf("short weights: %v", err)
+	}
+}
+
+func TestScoredPolicyFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.json")
+	w := DefaultScoredWeights()
+	w[1] = -0.25
+	if err := WriteScoredPolicy(path, w, map[string]any{"by": "test"}); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pol.(*ScoredPolicy).Weights; !slices.Equal(got, w) {
+		t.Fatalf("weights %v, want %v", got, w)
+	}
+	for name, in := range map[string]string{
+		"kind":     `{"kind":"x","features":[],"weights":[]}`,
+		"features": `{"kind":"tegrl-scored-allocation","features":["bias"],"weights":[1]}`,
+		"trailing": `{"kind":"tegrl-scored-allocation"} {}`,
+		"unknown":  `{"kind":"tegrl-scored-allocation","extra":1}`,
+	} {
+		if _, err := ParseScoredPolicy([]byte(in)); err == nil {
+			t.Errorf("%s: accepted %s", name, in)
+		}
+	}
+	if _, err := AllocationPolicyByName(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("missing file accepted")
+	}
+}
+
+// FuzzParseScoredPolicy: any input is refused with an error or gives a
+// policy with one finite weight per feature.
+func FuzzParseScoredPolicy(f *testing.F) {
+	f.Add([]byte(`{"kind":"tegrl-scored-allocation","features":["bias","log_attained","log_age","log2_scale","log_rel_thr","same_type","running","log_spread","served_frac","rel_thr_x_load"],"weights":[10,0,1,0,1,0,0,0,0,0]}`))
+	f.Add([]byte(`{"kind":"tegrl-scored-allocation","weights":[1e999]}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseScoredPolicy(b)
+		if err != nil {
+			return
+		}
+		if len(p.Weights) != NumScoredFeatures {
+			t.Fatalf("%d weights", len(p.Weights))
+		}
+	})
+}

@@ -1,0 +1,278 @@
+package rl
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+)
+
+// RoundESConfig configures TrainRoundES: evolution strategies (Salimans et
+// al., "Evolution Strategies as a Scalable Alternative to Reinforcement
+// Learning", 2017) on the weights of env.ScoredPolicy, each candidate
+// scored by whole runs of Gavel's continuous-jobs protocol. Every field
+// has its default in DefaultRoundESConfig.
+type RoundESConfig struct {
+	// Multi trains on continuous-multiple (gangs of 1-8 GPUs) instead of
+	// continuous-single.
+	Multi bool
+	// Rates (jobs/h) and Seeds are the training runs; a candidate's
+	// fitness is the mean over them of its average JCT divided by
+	// Baseline's on the same rate and seed (1: as good as the baseline).
+	Rates []float64
+	Seeds []uint64
+	// Baseline is the registered policy each run's JCT is relative to.
+	Baseline string
+	// Iterations of ES; each evaluates 2·Pairs candidates (antithetic
+	// pairs θ ± σε) on every training run.
+	Iterations, Pairs int
+	// Sigma is the perturbation's standard deviation; LR the Adam step on
+	// the rank-shaped gradient estimate.
+	Sigma, LR float64
+	// Penalty is the relative JCT charged for a run that stopped at the
+	// simulator's bound (above capacity), or that left every job idle.
+	Penalty float64
+	// MaxActive bounds a training run (env.RoundConfig.MaxActive): a bad
+	// candidate is cut short at this many active jobs.
+	MaxActive int
+	// GraceHours bounds a training run's simulated time: the last measured
+	// job's expected arrival (5,000 jobs at the rate) plus this many hours.
+	GraceHours float64
+	// Init is the starting weights (env.DefaultScoredWeights if nil).
+	Init []float64
+	// Seed drives the perturbations.
+	Seed uint64
+	// Workers runs at once (0: GOMAXPROCS); the result does not depend on it.
+	Workers int
+}
+
+// DefaultRoundESConfig is the gavel-multi training: rates 2.0, 2.4 and
+// 2.6 jobs/h (the largest gaps below the rate where every policy diverges)
+// on training seeds 100-102, relative to fifo_perf.
+func DefaultRoundESConfig() RoundESConfig {
+	return RoundESConfig{
+		Multi: true, Rates: []float64{2.0, 2.4, 2.6}, Seeds: []uint64{100, 101, 102}, Baseline: "fifo_perf",
+		Iterations: 30, Pairs: 8, Sigma: 0.3, LR: 0.1, Penalty: 5, MaxActive: 1500, GraceHours: 500,
+	}
+}
+
+// RoundESIteration is one ES iteration's record: the learning curve.
+type RoundESIteration struct {
+	Iteration int       `json:"iteration"`
+	Fitness   float64   `json:"fitness"`   // mean relative JCT of the weights after the update
+	BestPop   float64   `json:"best_pop"`  // best candidate of the population
+	MeanPop   float64   `json:"mean_pop"`  // population mean
+	Weights   []float64 `json:"weights"`   // after the update
+	Saturated int       `json:"saturated"` // population runs stopped at the bound
+}
+
+// RoundESResult is TrainRoundES's outcome: the weights of the iteration
+// with the best training fitness and the curve.
+type RoundESResult struct {
+	Weights []float64          `json:"weights"`
+	Fitness float64            `json:"fitness"`
+	Curve   []RoundESIteration `json:"curve"`
+}
+
+// TrainRoundES runs ES and returns the best weights seen on the training
+// runs; onIter, when set, sees every iteration.
+func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIteration)) (RoundESResult, error) {
+	d := env.NumScoredFeatures
+	theta := slices.Clone(cfg.Init)
+	if theta == nil {
+		theta = env.DefaultScoredWeights()
+	}
+	if len(theta) != d {
+		return RoundESResult{}, fmt.Errorf("round ES: %d initial weights, want %d", len(theta), d)
+	}
+	if cfg.Iterations < 1 || cfg.Pairs < 1 || !(cfg.Sigma > 0) || !(cfg.LR > 0) || len(cfg.Rates) == 0 || len(cfg.Seeds) == 0 {
+		return RoundESResult{}, fmt.Errorf("round ES: need iterations, pairs, sigma, lr, rates and seeds (got %+v)", cfg)
+	}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		return RoundESResult{}, err
+	}
+	runs := len(cfg.Rates) * len(cfg.Seeds)
+	base := make([]float64, runs)
+	if err := report.ForEach(ctx, runs, cfg.Workers, func(k int) error {
+		r, err := cfg.run(k, nil).Run(tab)
+		if err != nil {
+			return err
+		}
+		if r.Saturated {
+			return fmt.Errorf("round ES: baseline %s stops at the bound at %.2f jobs/h seed %d: choose lower rates", cfg.Baseline, cfg.Rates[k/len(cfg.Seeds)], cfg.Seeds[k%len(cfg.Seeds)])
+		}
+		base[k] = r.AvgJCTHours
+		return nil
+	}); err != nil {
+		return RoundESResult{}, err
+	}
+	rng := rand.New(rand.NewPCG(cfg.Seed, 0x9e3779b97f4a7c15))
+	eps := make([][]float64, cfg.Pairs)
+	cand := make([][]float64, 2*cfg.Pairs+1) // the population, then theta
+	fit := make([]float64, len(cand))
+	sat := make([]int, len(cand))
+	adam := newAdam64(d, cfg.LR)
+	res := RoundESResult{Fitness: math.Inf(1)}
+	for it := 0; it < cfg.Iterations; it++ {
+		for k := range eps {
+			eps[k] = make([]float64, d)
+			for i := range eps[k] {
+				eps[k][i] = rng.NormFloat64()
+			}
+			cand[2*k], cand[2*k+1] = axpy(theta, cfg.Sigma, eps[k]), axpy(theta, -cfg.Sigma, eps[k])
+		}
+		cand[len(cand)-1] = slices.Clone(theta)
+		if err := cfg.evaluate(ctx, tab, cand, base, fit, sat); err != nil {
+			return res, err
+		}
+		if f := fit[len(fit)-1]; f < res.Fitness { // theta before this update
+			res.Fitness, res.Weights = f, slices.Clone(theta)
+		}
+		u := centredRanks(fit[:len(fit)-1])
+		g := make([]float64, d)
+		for k := range eps {
+			for i := range g {
+				g[i] += (u[2*k] - u[2*k+1]) * eps[k][i] / (float64(2*cfg.Pairs) * cfg.Sigma)
+			}
+		}
+		adam.step(theta, g) // descend: lower relative JCT is better
+		rec := RoundESIteration{Iteration: it + 1, Fitness: fit[len(fit)-1], Weights: slices.Clone(theta)}
+		rec.BestPop, rec.MeanPop = slices.Min(fit[:len(fit)-1]), mean(fit[:len(fit)-1])
+		for _, s := range sat[:len(sat)-1] {
+			rec.Saturated += s
+		}
+		res.Curve = append(res.Curve, rec)
+		if onIter != nil {
+			onIter(rec)
+		}
+	}
+	// The final weights have not been scored yet.
+	last := [][]float64{slices.Clone(theta)}
+	f, s := []float64{0}, []int{0}
+	if err := cfg.evaluate(ctx, tab, last, base, f, s); err != nil {
+		return res, err
+	}
+	if f[0] < res.Fitness {
+		res.Fitness, res.Weights = f[0], last[0]
+	}
+	return res, nil
+}
+
+// run is the k-th training run (rate-major) under weights w, or under the
+// baseline when w is nil.
+func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
+	rate := cfg.Rates[k/len(cfg.Seeds)]
+	// A candidate may keep a job off every type for good while the others
+	// finish: the time bound (the measured jobs' arrivals plus GraceHours)
+	// ends such runs, as the active-jobs bound ends overloaded ones.
+	g := env.GavelRun{Policy: cfg.Baseline, Rate: rate, Seed: cfg.Seeds[k%len(cfg.Seeds)], Multi: cfg.Multi,
+		Round: env.RoundConfig{MaxActive: cfg.MaxActive, MaxSeconds: (5000/rate + cfg.GraceHours) * 3600}}
+	if w != nil {
+		g.Policy = "scored"
+		g.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w} }
+	}
+	return g
+}
+
+// evaluate fills fit[c] with candidate c's mean relative JCT over the
+// training runs and sat[c] with its runs stopped at the bound.
+func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable, cand [][]float64, base, fit []float64, sat []int) error {
+	runs := len(base)
+	rel := make([]float64, len(cand)*runs)
+	satRun := make([]bool, len(rel))
+	err := report.ForEach(ctx, len(rel), cfg.Workers, func(i int) error {
+		c, k := i/runs, i%runs
+		r, err := cfg.run(k, cand[c]).Run(tab)
+		if err != nil {
+			return err
+		}
+		if r.Saturated || math.IsNaN(r.AvgJCTHours) {
+			rel[i], satRun[i] = cfg.Penalty, true
+			return nil
+		}
+		rel[i] = math.Min(cfg.Penalty, r.AvgJCTHours/base[k])
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for c := range cand {
+		fit[c], sat[c] = mean(rel[c*runs:(c+1)*runs]), 0
+		for _, s := range satRun[c*runs : (c+1)*runs] {
+			if s {
+				sat[c]++
+			}
+		}
+	}
+	return nil
+}
+
+func axpy(x []float64, a float64, y []float64) []float64 {
+	out := slices.Clone(x)
+	for i := range out {
+		out[i] += a * y[i]
+	}
+	return out
+}
+
+func mean(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// centredRanks maps fitnesses to ranks scaled to [-0.5, 0.5], the lowest
+// (best) fitness to -0.5: ES's fitness shaping, which makes the update
+// invariant to the fitness's scale and robust to the bound's penalty.
+func centredRanks(f []float64) []float64 {
+	idx := make([]int, len(f))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmpF(f[a], f[b]) })
+	u := make([]float64, len(f))
+	for r, i := range idx {
+		u[i] = float64(r)/float64(len(f)-1) - 0.5
+	}
+	return u
+}
+
+func cmpF(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// adam64 is Adam (Kingma and Ba, ICLR 2015) on a float64 vector, for the
+// few weights of ES.
+type adam64 struct {
+	lr, b1, b2, epsilon float64
+	m, v                []float64
+	t                   int
+}
+
+func newAdam64(n int, lr float64) *adam64 {
+	return &adam64{lr: lr, b1: 0.9, b2: 0.999, epsilon: 1e-8, m: make([]float64, n), v: make([]float64, n)}
+}
+
+// step moves x against the gradient g.
+func (a *adam64) step(x, g []float64) {
+	a.t++
+	c1, c2 := 1-math.Pow(a.b1, float64(a.t)), 1-math.Pow(a.b2, float64(a.t))
+	for i := range x {
+		a.m[i] = a.b1*a.m[i] + (1-a.b1)*g[i]
+		a.v[i] = a.b2*a.v[i] + (1-a.b2)*g[i]*g[i]
+		x[i] -= a.lr * (a.m[i] / c1) / (math.Sqrt(a.v[i]/c2) + a.epsilon)
+	}
+}
