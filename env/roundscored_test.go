@@ -25,7 +25,7 @@ func TestScoredPolicyAllocate(t *testing.T) {
 	w[0], w[2], w[4] = 1, 1, 2
 	p := &ScoredPolicy{Weights: w}
 	s := &RoundState{Time: 3600, Types: []string{"fast", "slow"}, Capacity: []int{2, 1},
-		Jobs: []RoundJob{{ID: 0, Scale: 1}, {ID: 1, Scale: 2, Arrival: 3600}, {ID: 2, Scale: 1, Arrival: 3600}},
+		Jobs:       []RoundJob{{ID: 0, Scale: 1}, {ID: 1, Scale: 2, Arrival: 3600}, {ID: 2, Scale: 1, Arrival: 3600}},
 		Throughput: []float64{2, 1, 2, 1, 0, 1}}
 	x := make([]float64, 6)
 	if err := p.Allocate(s, x); err != nil {

@@ -214,5 +214,5 @@ func Preset(name string) (TrainConfig, error) {
 		cfg.Env = EnvSpec{RewardScale: 1, Saturate: &SaturateSpec{Nodes: BundledGPUTrace, Pods: BundledGPUTrace, Tune: SaturateTune}}
 		return cfg, nil
 	}
-	return TrainConfig{}, fmt.Errorf("unknown preset %q (known: small, saturate)", name)
+	return TrainConfig{}, fmt.Errorf("unknown preset %q (known: small, saturate, gavel)", name)
 }

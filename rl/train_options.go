@@ -20,7 +20,7 @@ import (
 // output. Run turns it into a TrainRun or an OfflineRun and prints the
 // summary; its errors name the command's flags.
 type TrainOptions struct {
-	Preset string `flag:"preset" default:"small" usage:"training preset: small or saturate"`
+	Preset string `flag:"preset" default:"small" usage:"training preset: small, saturate or gavel"`
 	Out    string `flag:"out" usage:"output directory (required)"`
 	Seed   uint64 `flag:"seed" default:"1" usage:"seed of the network initialisation, the actors' episodes and the minibatches"`
 	// Actors, SegmentLen, Sync, MaxLag, Transport, NATSURL, Token and RunID
@@ -171,6 +171,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
+	}
+	if o.Preset == "gavel" {
+		return o.runGavel(ctx, w)
 	}
 	cfg, err := o.config()
 	if err != nil {

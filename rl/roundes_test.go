@@ -1,0 +1,79 @@
+package rl
+
+import (
+	"context"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tinyES is a two-iteration ES on one short protocol point.
+func tinyES() RoundESConfig {
+	cfg := DefaultRoundESConfig()
+	cfg.Rates, cfg.Seeds, cfg.Iterations, cfg.Pairs = []float64{2.0}, []uint64{100}, 2, 2
+	return cfg
+}
+
+// TestTrainRoundESDeterministic: the same seed gives the same weights
+// whatever the number of workers; the result is never worse on the
+// training runs than the starting weights.
+func TestTrainRoundESDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 12 protocol runs")
+	}
+	a, b := tinyES(), tinyES()
+	a.Workers, b.Workers = 1, 2
+	ra, err := TrainRoundES(context.Background(), a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := TrainRoundES(context.Background(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness {
+		t.Fatalf("workers change the result: %v %v / %v %v", ra.Weights, ra.Fitness, rb.Weights, rb.Fitness)
+	}
+	if len(ra.Curve) != 2 || ra.Fitness > ra.Curve[0].Fitness {
+		t.Fatalf("curve %+v, best %v", ra.Curve, ra.Fitness)
+	}
+	if math.IsNaN(ra.Fitness) || ra.Fitness <= 0 {
+		t.Fatalf("fitness %v", ra.Fitness)
+	}
+	c := tinyES()
+	c.Seed = 7
+	rc, err := TrainRoundES(context.Background(), c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(rc.Curve[0].Weights, ra.Curve[0].Weights) {
+		t.Error("another seed, the same perturbations")
+	}
+}
+
+func TestTrainRoundESErrors(t *testing.T) {
+	cfg := tinyES()
+	cfg.Init = []float64{1}
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "initial weights") {
+		t.Errorf("short init: %v", err)
+	}
+	cfg = tinyES()
+	cfg.Rates = []float64{9}
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "bound") {
+		t.Errorf("baseline above capacity: %v", err)
+	}
+	o := DefaultTrainOptions()
+	o.Preset, o.Out = "gavel", t.TempDir()
+	o.Set = func(f string) bool { return f == "lr" }
+	if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "--lr") {
+		t.Errorf("a PPO flag on --preset gavel: %v", err)
+	}
+}
+
+func TestCentredRanks(t *testing.T) {
+	got := centredRanks([]float64{3, 1, 2})
+	if want := []float64{0.5, -0.5, 0}; !slices.Equal(got, want) {
+		t.Fatalf("ranks %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,222 @@
+package rl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
+)
+
+// GavelBaselines are the non-clairvoyant policies the gavel preset's
+// learned policy is evaluated against.
+var GavelBaselines = []string{"fifo_perf", "max_min_fairness", "max_min_fairness_perf", "gandiva", "tiresias", "langevin"}
+
+// GavelEvalSeeds are the gavel preset's held-out seeds (training uses
+// DefaultRoundESConfig's 100-102).
+const GavelEvalSeeds = "0-4"
+
+// gavelFlags are the train flags the gavel preset reads; any other given
+// is an error rather than silently ignored.
+var gavelFlags = map[string]bool{"preset": true, "out": true, "seed": true, "json": true, "eval-seeds": true}
+
+// GavelEvalRow is one rate of the gavel preset's held-out evaluation.
+type GavelEvalRow struct {
+	Rate float64 `json:"rate_jobs_per_h"`
+	// AvgJCT is each policy's mean over the seeds of the average JCT
+	// (hours); NaN (null in JSON) when a seed stopped at the bound.
+	AvgJCT map[string]*float64 `json:"avg_jct_h"`
+	Floor  float64             `json:"floor_jct_h"`
+	// Best is the baseline with the lowest AvgJCT; DiffMean and the CI are
+	// the learned policy's average JCT minus Best's, paired by seed, with a
+	// 95% percentile bootstrap interval.
+	Best     string  `json:"best_baseline"`
+	DiffMean float64 `json:"diff_h"`
+	CILow    float64 `json:"ci_low_h"`
+	CIHigh   float64 `json:"ci_high_h"`
+}
+
+// GavelTrainSummary is summary.json of the gavel preset.
+type GavelTrainSummary struct {
+	Preset    string         `json:"preset"`
+	Config    RoundESConfig  `json:"config"`
+	Fitness   float64        `json:"train_fitness"` // mean JCT relative to the baseline on the training runs
+	Weights   []float64      `json:"weights"`
+	Features  []string       `json:"features"`
+	EvalSeeds []uint64       `json:"eval_seeds"`
+	Eval      []GavelEvalRow `json:"eval"`
+	Command   string         `json:"command"`
+}
+
+// runGavel is tegrl train --preset gavel: evolution strategies on the
+// weights of env.ScoredPolicy over Gavel's continuous-multiple protocol
+// (TrainRoundES), then the held-out comparison with GavelBaselines.
+func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
+	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "init", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
+		if o.Set != nil && o.Set(name) && !gavelFlags[name] {
+			return fmt.Errorf("--%s: --preset gavel trains with evolution strategies in this process and takes only --out, --seed, --eval-seeds and --json", name)
+		}
+	}
+	evalSpec := GavelEvalSeeds
+	if o.Set != nil && o.Set("eval-seeds") {
+		evalSpec = o.EvalSeeds
+	}
+	seeds, err := report.ParseSeeds(evalSpec)
+	if err != nil {
+		return fmt.Errorf("--eval-seeds: %w", err)
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
+	}
+	cfg := DefaultRoundESConfig()
+	cfg.Seed = o.Seed
+	logf, err := os.Create(filepath.Join(o.Out, "train_log.csv"))
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	fmt.Fprintln(logf, "iteration,fitness,best_pop,mean_pop,saturated")
+	res, err := TrainRoundES(ctx, cfg, func(r RoundESIteration) {
+		fmt.Fprintf(logf, "%d,%.6f,%.6f,%.6f,%d\n", r.Iteration, r.Fitness, r.BestPop, r.MeanPop, r.Saturated)
+		o.Logger.Info("es", "iteration", r.Iteration, "of", cfg.Iterations, "fitness", r.Fitness, "best_pop", r.BestPop, "saturated", r.Saturated)
+	})
+	if err != nil {
+		return err
+	}
+	pol := filepath.Join(o.Out, "policy.json")
+	if err := env.WriteScoredPolicy(pol, res.Weights, map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
+		"rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
+		return err
+	}
+	sum := GavelTrainSummary{Preset: "gavel", Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: env.ScoredFeatures,
+		EvalSeeds: seeds, Command: o.Command}
+	if len(seeds) > 0 {
+		if sum.Eval, err = EvalGavel(ctx, cfg, res.Weights, seeds); err != nil {
+			return err
+		}
+	}
+	b, err := json.MarshalIndent(sum, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(o.Out, "summary.json"), append(b, '\n'), 0o644); err != nil {
+		return err
+	}
+	if o.JSON {
+		_, err = w.Write(append(b, '\n'))
+		return err
+	}
+	fmt.Fprintf(w, "%s\ntraining fitness (average JCT / %s's, rates %v, seeds %v): %.4f\n", pol, cfg.Baseline, cfg.Rates, cfg.Seeds, res.Fitness)
+	return WriteGavelEval(w, seeds, sum.Eval)
+}
+
+// EvalGavel runs the learned weights and GavelBaselines on the training
+// rates at the held-out seeds and pairs the learned policy with the best
+// baseline at each rate.
+func EvalGavel(ctx context.Context, cfg RoundESConfig, weights []float64, seeds []uint64) ([]GavelEvalRow, error) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		return nil, err
+	}
+	pols := append([]string{"learned"}, GavelBaselines...)
+	np, nr, ns := len(pols), len(cfg.Rates), len(seeds)
+	jct := make([]float64, np*nr*ns)
+	floor := make([]float64, nr*ns)
+	ev := cfg
+	ev.Seeds = seeds
+	err = report.ForEach(ctx, len(jct), cfg.Workers, func(i int) error {
+		p, k := i/(nr*ns), i%(nr*ns)
+		var w []float64
+		if p == 0 {
+			w = weights
+		}
+		run := ev.run(k, w)
+		if p > 0 {
+			run.Policy = pols[p]
+		}
+		run.Round.MaxActive = 0 // the protocol's bound, as tegrl gavel
+		r, err := run.Run(tab)
+		if err != nil {
+			return err
+		}
+		jct[i] = r.AvgJCTHours
+		if r.Saturated {
+			jct[i] = math.NaN()
+		}
+		if p == 0 {
+			floor[k] = r.FloorHours
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var rows []GavelEvalRow
+	for r, rate := range cfg.Rates {
+		row := GavelEvalRow{Rate: rate, AvgJCT: map[string]*float64{}, Floor: mean(floor[r*ns : (r+1)*ns])}
+		at := func(p int) []float64 { return jct[p*nr*ns+r*ns : p*nr*ns+(r+1)*ns] }
+		bestJ := math.Inf(1)
+		for p, name := range pols {
+			m := mean(at(p))
+			if !math.IsNaN(m) {
+				row.AvgJCT[name] = &m
+				if p > 0 && m < bestJ {
+					bestJ, row.Best = m, name
+				}
+			} else {
+				row.AvgJCT[name] = nil
+			}
+		}
+		if row.Best != "" && row.AvgJCT["learned"] != nil {
+			d := make([]float64, ns)
+			for s := range d {
+				d[s] = at(0)[s] - at(indexOf(pols, row.Best))[s]
+			}
+			row.DiffMean = mean(d)
+			if row.CILow, row.CIHigh, err = report.BootstrapMeanCI(d, report.DefaultResamples, report.DefaultLevel, 1); err != nil {
+				return nil, err
+			}
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// WriteGavelEval writes the held-out comparison as a table.
+func WriteGavelEval(w io.Writer, seeds []uint64, rows []GavelEvalRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "held-out seeds %s, average JCT (h):\n", report.FormatSeeds(seeds))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	names := append([]string{"learned"}, GavelBaselines...)
+	fmt.Fprintf(tw, "rate\tfloor\t%s\tlearned - best (95%% CI)\t\n", strings.Join(names, "\t"))
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%.1f\t%.2f", r.Rate, r.Floor)
+		for _, n := range names {
+			if v := r.AvgJCT[n]; v != nil {
+				fmt.Fprintf(tw, "\t%.2f", *v)
+			} else {
+				fmt.Fprint(tw, "\tbound")
+			}
+		}
+		fmt.Fprintf(tw, "\t%+.2f [%+.2f, %+.2f] vs %s\t\n", r.DiffMean, r.CILow, r.CIHigh, r.Best)
+	}
+	return tw.Flush()
+}
+
+func indexOf(s []string, v string) int {
+	for i, x := range s {
+		if x == v {
+			return i
+		}
+	}
+	return -1
+}
