@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -85,45 +83,11 @@ func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
 }
 
 func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error {
-	run, err := f.gpu.config(cmd, f.load, 0)
+	run, err := f.gpu.config(cmd, f.Load, 0)
 	if err != nil {
 		return err
 	}
-	if f.b == "" {
-		return fmt.Errorf("--b is required: the allocation policy to compare with --a %s", f.a)
-	}
-	cfg := report.GPUABConfig{Run: run, A: f.a, B: f.b, Resamples: f.resamples, Level: f.level, BootstrapSeed: f.seed, Workers: f.workers}
-	if cmd.Flags().Changed("ref") && strings.TrimSpace(f.ref) != "" {
-		for _, r := range strings.Split(f.ref, ",") {
-			cfg.Reference = append(cfg.Reference, strings.TrimSpace(r))
-		}
-	}
-	if cfg.Seeds, err = report.ParseABSeeds(f.seeds); err != nil {
-		return fmt.Errorf("--seeds: %w", err)
-	}
-	runs := (2 + len(cfg.Reference)) * len(cfg.Seeds)
-	a.log.Info("ab", "scenario", run.Scenario, "a", f.a, "b", f.b, "ref", cfg.Reference, "seeds", report.FormatSeeds(cfg.Seeds), "runs", runs)
-	bar := newProgress(a.stderr, runs, "ab")
-	cfg.OnRun = func() { _ = bar.Add(1) }
-	rep, _, err := report.RunGPUAB(cmd.Context(), cfg)
-	_ = bar.Finish()
-	if err != nil {
-		return err
-	}
-	var js bytes.Buffer
-	if err := report.WriteABJSON(&js, rep); err != nil {
-		return err
-	}
-	if f.out != "" {
-		if _, err := report.WriteGPUABFiles(f.out, rep, js.Bytes(), report.CommandLine(a.argv)); err != nil {
-			return fmt.Errorf("--out: %w", err)
-		}
-	}
-	if f.jsonOut {
-		_, err := a.stdout.Write(js.Bytes())
-		return err
-	}
-	return report.WriteABText(a.stdout, rep)
+	return f.RunGPU(cmd.Context(), run, a.stdout)
 }
 
 func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
@@ -171,39 +135,9 @@ func runReplayGPU(a *app, f *replayFlags) error {
 }
 
 func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
-	run, err := f.gpu.config(cmd, f.load, 0)
+	run, err := f.gpu.config(cmd, f.Load, 0)
 	if err != nil {
 		return err
 	}
-	run.Policy = f.scheduler
-	grid, err := report.ParseGPUGrid(f.grid, run.Policy)
-	if err != nil {
-		return err
-	}
-	seeds, err := report.ParseSeeds(f.seeds)
-	if err != nil {
-		return fmt.Errorf("--seeds: %w", err)
-	}
-	runs := len(seeds)
-	for _, g := range grid {
-		runs *= len(g.Values)
-	}
-	a.log.Info("tune", "scenario", run.Scenario, "scheduler", run.Policy, "grid", f.grid, "runs", runs)
-	bar := newProgress(a.stderr, runs, "tune")
-	points, err := report.TuneGPU(cmd.Context(), run, grid, seeds, f.workers, func() { _ = bar.Add(1) })
-	_ = bar.Finish()
-	if err != nil {
-		return err
-	}
-	if f.outMD != "" {
-		var b bytes.Buffer
-		fmt.Fprintf(&b, "Command:\n\n```sh\n%s\n```\n\n", report.CommandLine(a.argv))
-		if err := report.WriteGPUTune(&b, grid, points, 0); err != nil {
-			return err
-		}
-		if err := os.WriteFile(f.outMD, b.Bytes(), 0o644); err != nil {
-			return fmt.Errorf("--out-md: %w", err)
-		}
-	}
-	return report.WriteGPUTune(a.stdout, grid, points, f.top)
+	return f.RunGPU(cmd.Context(), run, a.stdout)
 }
