@@ -1,9 +1,9 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"fmt"
-	"path/filepath"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -14,9 +14,7 @@ import (
 	"github.com/tegrl/tegrl/report"
 )
 
-const gpuScenarioHelp = `clusters gavel (36:36:36), openb and spot (the bundled node lists;
-openb/8: every 8th server of each GPU model); workloads single, multi
-(gangs of 1-8 GPUs) and philly`
+const gpuScenarioHelp = report.GPUScenarioHelp
 
 // gpuFlags select a GPU training scenario on the simulating commands.
 type gpuFlags struct {
@@ -31,29 +29,13 @@ func (g *gpuFlags) addFlags(fl *pflag.FlagSet) {
 	fl.StringVar(&g.placement, "placement", "", "--scenario: gang placement, "+strings.Join(env.GangPlacerNames(), ", ")+` ("": gavel, its worker order)`)
 }
 
-// machineFlags are the flags of the machine-level simulator that mean
-// nothing on a GPU scenario.
-var machineFlags = []string{"machines", "cluster", "workload", "duration", "ticks", "tick", "compress",
-	"max-instances", "mtbf", "cluster-seed", "start", "window", "teg", "series-every",
-	"run-id", "episode", "batch-rows", "max-bytes"}
+// machineFlags are the flags that mean nothing on a GPU scenario.
+var machineFlags = report.GPUMachineFlags
 
-// config checks that no machine-level flag was given and returns the run.
+// config checks the flags of a GPU scenario run (report.GPUScenarioRun).
 func (g *gpuFlags) config(cmd *cobra.Command, load float64, seed uint64) (report.GPURunConfig, error) {
-	for _, name := range machineFlags {
-		if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
-			return report.GPURunConfig{}, fmt.Errorf("--%s has no meaning with --scenario (a GPU training cluster)", name)
-		}
-	}
-	c := report.GPURunConfig{Scenario: g.scenario, Rate: g.rate, Seed: seed, RestoreSeconds: g.restore, Placement: g.placement}
-	if fl := cmd.Flags().Lookup("load"); fl != nil && fl.Changed {
-		if g.rate > 0 {
-			return c, fmt.Errorf("--rate and --load both set the arrival rate: give one")
-		}
-		c.Load = load
-	} else if g.rate == 0 {
-		return c, fmt.Errorf("--scenario %s: give --rate (jobs per hour) or --load (offered GPU load)", g.scenario)
-	}
-	return c, nil
+	return report.GPUScenarioRun(cmd.Flags().Changed, report.GPURunConfig{Scenario: g.scenario, Rate: g.rate, Seed: seed,
+		RestoreSeconds: g.restore, Placement: g.placement}, load)
 }
 
 func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
@@ -61,45 +43,33 @@ func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
 	if err != nil {
 		return err
 	}
-	list := f.schedulers
-	if !cmd.Flags().Changed("scheduler") {
-		list = "fifo_perf"
-	}
-	policies, err := report.GPUPolicies(list)
-	if err != nil {
-		return err
-	}
-	a.log.Info("simulate", "scenario", cfg.Scenario, "rate", cfg.Rate, "load", cfg.Load, "schedulers", strings.Join(policies, ","))
-	bar := newProgress(a.stderr, len(policies), "simulate")
-	ms, err := report.SimulateGPU(cmd.Context(), cfg, policies, 0, func() { _ = bar.Add(1) })
-	_ = bar.Finish()
-	if err != nil {
-		return err
-	}
-	if !f.jsonOut {
-		return report.WriteGPUTable(a.stdout, ms)
-	}
-	return printJSONLines(a.stdout, ms)
+	return report.SimulateGPUOptions{Config: cfg, Schedulers: f.schedulers, SchedulersSet: cmd.Flags().Changed("scheduler"),
+		JSON: f.jsonOut, Logger: a.log, Bar: a.stderr}.Run(cmd.Context(), a.stdout)
 }
 
-func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error {
-	run, err := f.gpu.config(cmd, f.Load, 0)
+func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error { return runGPU(cmd, a, &f.gpu, f.Load, f) }
+
+func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
+	return runGPU(cmd, a, &f.gpu, f.Load, f)
+}
+
+// runGPU runs r on the GPU scenario of g's flags.
+func runGPU(cmd *cobra.Command, a *app, g *gpuFlags, load float64, r interface {
+	RunGPU(context.Context, report.GPURunConfig, io.Writer) error
+}) error {
+	run, err := g.config(cmd, load, 0)
 	if err != nil {
 		return err
 	}
-	return f.RunGPU(cmd.Context(), run, a.stdout)
+	return r.RunGPU(cmd.Context(), run, a.stdout)
 }
 
 func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
 	run, err := f.gpu.config(cmd, f.load, f.seed)
+	if err == nil {
+		run.Policy, err = report.GPUPolicy(f.scheduler, cmd.Flags().Changed("scheduler"))
+	}
 	if err != nil {
-		return err
-	}
-	run.Policy = f.scheduler
-	if !cmd.Flags().Changed("scheduler") {
-		run.Policy = "fifo_perf"
-	}
-	if _, err := report.GPUPolicies(run.Policy); err != nil {
 		return err
 	}
 	a.log.Info("record", "scenario", run.Scenario, "scheduler", run.Policy, "rate", run.Rate, "load", run.Load, "out", f.out)
@@ -111,33 +81,21 @@ func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
 	if f.jsonOut {
 		return printJSON(a.stdout, rec)
 	}
-	for _, name := range []string{replay.GPUJobsFile, replay.GPUAllocationsFile, replay.GPURunFile} {
-		fmt.Fprintln(a.stdout, filepath.Join(f.out, name))
-	}
-	fmt.Fprintf(a.stdout, "%d jobs, %d allocation rows (%s on %s)\n", rec.Jobs, rec.Allocations, run.Policy, rec.Metrics.Scenario)
-	return report.WriteGPUTable(a.stdout, []report.GPUMetrics{rec.Metrics})
+	files := []string{replay.GPUJobsFile, replay.GPUAllocationsFile, replay.GPURunFile}
+	return report.WriteGPURecording(a.stdout, f.out, files, rec.Jobs, rec.Allocations, run.Policy, rec.Metrics)
 }
 
 func runReplayGPU(a *app, f *replayFlags) error {
 	if f.diff != "" {
-		return fmt.Errorf("--diff: a GPU-cluster recording replays one scheduler at a time (--scheduler)")
+		return errors.New("--diff: a GPU-cluster recording replays one scheduler at a time (--scheduler)")
 	}
 	rep, err := replay.ReplayGPU(f.trace, f.scheduler)
 	if err != nil {
 		return err
 	}
+	write := rep.WriteText
 	if f.jsonOut {
-		err = rep.WriteJSON(a.stdout)
-	} else {
-		err = rep.WriteText(a.stdout)
+		write = rep.WriteJSON
 	}
-	return errors.Join(err, rep.Failure())
-}
-
-func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
-	run, err := f.gpu.config(cmd, f.Load, 0)
-	if err != nil {
-		return err
-	}
-	return f.RunGPU(cmd.Context(), run, a.stdout)
+	return errors.Join(write(a.stdout), rep.Failure())
 }
