@@ -30,7 +30,11 @@ func newABCmd(a *app) *cobra.Command {
 			f.Set, f.Command, f.Logger, f.Bar = cmd.Flags().Changed, report.CommandLine(a.argv), a.log, a.stderr
 			f.CheckScale = func(spec string, machines int) { _ = rl.CheckSchedulerFit(spec, rl.EnvCluster, machines, a.log) }
 			if f.gpu.scenario != "" {
-				return runABGPU(cmd, a, f)
+				run, err := f.gpu.config(cmd, f.Load, 0)
+				if err != nil {
+					return err
+				}
+				return f.RunGPU(cmd.Context(), run, a.stdout)
 			}
 			return f.Run(cmd.Context(), cmd.OutOrStdout())
 		},

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"errors"
-	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -47,23 +45,6 @@ func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
 		JSON: f.jsonOut, Logger: a.log, Bar: a.stderr}.Run(cmd.Context(), a.stdout)
 }
 
-func runABGPU(cmd *cobra.Command, a *app, f *abFlags) error { return runGPU(cmd, a, &f.gpu, f.Load, f) }
-
-func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
-	return runGPU(cmd, a, &f.gpu, f.Load, f)
-}
-
-// runGPU runs r on the GPU scenario of g's flags.
-func runGPU(cmd *cobra.Command, a *app, g *gpuFlags, load float64, r interface {
-	RunGPU(context.Context, report.GPURunConfig, io.Writer) error
-}) error {
-	run, err := g.config(cmd, load, 0)
-	if err != nil {
-		return err
-	}
-	return r.RunGPU(cmd.Context(), run, a.stdout)
-}
-
 func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
 	run, err := f.gpu.config(cmd, f.load, f.seed)
 	if err == nil {
@@ -98,4 +79,12 @@ func runReplayGPU(a *app, f *replayFlags) error {
 		write = rep.WriteJSON
 	}
 	return errors.Join(write(a.stdout), rep.Failure())
+}
+
+func runTuneGPU(cmd *cobra.Command, a *app, f *tuneFlags) error {
+	run, err := f.gpu.config(cmd, f.Load, 0)
+	if err != nil {
+		return err
+	}
+	return f.RunGPU(cmd.Context(), run, a.stdout)
 }
