@@ -1,6 +1,7 @@
 package env
 
 import (
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -99,4 +100,30 @@ func FuzzParseScoredPolicy(f *testing.F) {
 			t.Fatalf("%d weights", len(p.Weights))
 		}
 	})
+}
+
+// BenchmarkScoredAllocate is one allocation of the learned policy with 400
+// active jobs on Gavel's three GPU types, the setting of
+// BenchmarkLangevinAllocate.
+func BenchmarkScoredAllocate(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	s := &RoundState{Types: []string{"v100", "p100", "k80"}, Capacity: []int{36, 36, 36}}
+	for i := range 400 {
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Scale: 1 << rng.IntN(4), Arrival: float64(i), Attained: rng.Float64() * 36000, Priority: 1})
+		for range 3 {
+			s.Throughput = append(s.Throughput, 0.1+10*rng.Float64())
+		}
+	}
+	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}}
+	x := make([]float64, len(s.Jobs)*3)
+	if err := p.Allocate(s, x); err != nil { // grows the buffers
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Time += 1920
+		if err := p.Allocate(s, x); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
