@@ -450,25 +450,7 @@ func TestLangevinSetParam(t *testing.T) {
 // 36:36:36 cluster at the default parameters, 1920 s apart, after one
 // call that sizes the buffers: the steady state allocates nothing.
 func BenchmarkLangevinAllocate(b *testing.B) {
-	rng := rand.New(rand.NewPCG(5, 6))
-	s := &RoundState{Types: []string{"v100", "p100", "k80"}, Capacity: []int{36, 36, 36}}
-	for i := range 400 {
-		s.Jobs = append(s.Jobs, RoundJob{ID: i, Scale: 1 << rng.IntN(4), Arrival: float64(i), Attained: rng.Float64() * 36000, Priority: 1})
-		for range 3 {
-			s.Throughput = append(s.Throughput, 0.1+10*rng.Float64())
-		}
-	}
 	p := NewLangevinRoundDefault()
 	p.Seed(0)
-	x := make([]float64, len(s.Jobs)*3)
-	if err := p.Allocate(s, x); err != nil { // grows the buffers
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		s.Time += 1920
-		if err := p.Allocate(s, x); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchAllocate(b, p)
 }

@@ -106,6 +106,13 @@ func FuzzParseScoredPolicy(f *testing.F) {
 // active jobs on Gavel's three GPU types, the setting of
 // BenchmarkLangevinAllocate.
 func BenchmarkScoredAllocate(b *testing.B) {
+	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}}
+	benchAllocate(b, p)
+}
+
+// benchAllocate times p's allocations of 400 active gangs of 1-8 GPUs on
+// Gavel's three GPU types, one allocation interval apart.
+func benchAllocate(b *testing.B, p AllocationPolicy) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := &RoundState{Types: []string{"v100", "p100", "k80"}, Capacity: []int{36, 36, 36}}
 	for i := range 400 {
@@ -114,7 +121,6 @@ func BenchmarkScoredAllocate(b *testing.B) {
 			s.Throughput = append(s.Throughput, 0.1+10*rng.Float64())
 		}
 	}
-	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}}
 	x := make([]float64, len(s.Jobs)*3)
 	if err := p.Allocate(s, x); err != nil { // grows the buffers
 		b.Fatal(err)
