@@ -2,6 +2,8 @@ package env
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -44,15 +46,19 @@ func RegisterAllocationPolicy(name string, f func() AllocationPolicy) {
 }
 
 // AllocationPolicyByName returns a fresh instance of the policy registered
-// under name, or of the learned policy in the file name when it ends in
-// .json (ParseScoredPolicy), or an error naming the known policies.
+// under name; else of the learned policy in the file name when it ends in
+// .json, or in name/policy.json when name is a training output folder
+// (ParseScoredPolicy); else an error naming the known policies.
 func AllocationPolicyByName(name string) (AllocationPolicy, error) {
-	if IsPolicyFile(name) {
-		return loadScoredPolicyFile(name)
-	}
 	policyMu.RLock()
 	f, ok := policyRegistry[name]
 	policyMu.RUnlock()
+	if !ok && IsPolicyFile(name) {
+		return loadScoredPolicyFile(name)
+	}
+	if !ok && isPolicyDir(name) {
+		return loadScoredPolicyFile(filepath.Join(name, "policy.json"))
+	}
 	if !ok {
 		return nil, fmt.Errorf("unknown allocation policy %q (known: %s)", name, strings.Join(AllocationPolicyNames(), ", "))
 	}
@@ -126,4 +132,14 @@ type SeededPolicy interface {
 // throughput wherever it is placed, and placement is left as it is.
 type ConsolidatingPolicy interface {
 	MustConsolidate(consolidated, spread float64) bool
+}
+
+// isPolicyDir tells whether dir is a folder holding a policy.json, the
+// output of tegrl train --preset gavel.
+func isPolicyDir(dir string) bool {
+	if dir == "" {
+		return false
+	}
+	st, err := os.Stat(filepath.Join(dir, "policy.json"))
+	return err == nil && st.Mode().IsRegular()
 }

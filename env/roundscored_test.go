@@ -57,7 +57,7 @@ func TestScoredPolicyAllocate(t *testing.T) {
 }
 
 func TestScoredPolicyFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "p.json")
+	path := filepath.Join(t.TempDir(), "policy.json")
 	w := DefaultScoredWeights()
 	w[1] = -0.25
 	if err := WriteScoredPolicy(path, w, map[string]any{"by": "test"}); err != nil {
@@ -79,6 +79,9 @@ func TestScoredPolicyFile(t *testing.T) {
 		if _, err := ParseScoredPolicy([]byte(in)); err == nil {
 			t.Errorf("%s: accepted %s", name, in)
 		}
+	}
+	if pol, err := AllocationPolicyByName(filepath.Dir(path)); err != nil || !slices.Equal(pol.(*ScoredPolicy).Weights, w) {
+		t.Fatalf("training folder: %v", err)
 	}
 	if _, err := AllocationPolicyByName(filepath.Join(t.TempDir(), "missing.json")); err == nil {
 		t.Error("missing file accepted")

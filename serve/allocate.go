@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/tegrl/tegrl/env"
@@ -156,7 +157,7 @@ func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateRes
 			resp, err = nil, fmt.Errorf("policy %s failed on this request: %v", req.Policy, p)
 		}
 	}()
-	if env.IsPolicyFile(req.Policy) {
+	if !slices.Contains(env.AllocationPolicyNames(), req.Policy) {
 		// A path would make the service read files a client names.
 		return nil, &fieldError{"policy", fmt.Sprintf("%q: the API takes a built-in policy name (%s), not a file", req.Policy, strings.Join(env.AllocationPolicyNames(), ", "))}
 	}
