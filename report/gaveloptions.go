@@ -142,11 +142,11 @@ func (o *GavelOptions) write(stdout io.Writer, cfg GavelSweepConfig, sums []Gave
 	if !o.JSON {
 		return WriteGavelTable(stdout, cfg.Policies, cfg.Rates, sums, false)
 	}
-	return encodeJSONLines(stdout, sums)
+	return WriteJSONLines(stdout, sums)
 }
 
-// encodeJSONLines writes one JSON object per element of vs.
-func encodeJSONLines[T any](w io.Writer, vs []T) error {
+// WriteJSONLines writes one JSON object per element of vs.
+func WriteJSONLines[T any](w io.Writer, vs []T) error {
 	enc := json.NewEncoder(w)
 	for i := range vs {
 		if err := enc.Encode(&vs[i]); err != nil {

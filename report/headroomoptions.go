@@ -140,5 +140,5 @@ func (o *HeadroomOptions) write(stdout io.Writer, cfg HeadroomConfig, pts []Head
 	if !o.JSON {
 		return WriteHeadroom(stdout, cfg, pts)
 	}
-	return encodeJSONLines(stdout, pts)
+	return WriteJSONLines(stdout, pts)
 }

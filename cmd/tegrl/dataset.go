@@ -32,17 +32,6 @@ func printJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// printJSONLines writes one JSON object per element, one per line.
-func printJSONLines[T any](w io.Writer, vs []T) error {
-	enc := json.NewEncoder(w)
-	for i := range vs {
-		if err := enc.Encode(&vs[i]); err != nil {
-			return fmt.Errorf("write json: %w", err)
-		}
-	}
-	return nil
-}
-
 func printConverted(w io.Writer, res datasets.Converted) {
 	for _, f := range res.Files {
 		fmt.Fprintln(w, f)

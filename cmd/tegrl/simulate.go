@@ -69,5 +69,5 @@ func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
 	if !f.jsonOut {
 		return report.WriteMetricsTable(a.stdout, results)
 	}
-	return printJSONLines(a.stdout, results)
+	return report.WriteJSONLines(a.stdout, results)
 }
