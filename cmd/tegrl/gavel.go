@@ -27,6 +27,6 @@ func newGavelCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	flagtag.Bind(fl, f)
-	fl.StringVar(&f.Schedulers, "scheduler", report.DefaultGavelSchedulers, "comma-separated allocation policies: "+fmt.Sprint(env.AllocationPolicyNames()))
+	fl.StringVar(&f.Schedulers, "scheduler", report.DefaultGavelSchedulers, "comma-separated allocation policies: "+fmt.Sprint(env.AllocationPolicyNames())+", or learned policy files (tegrl train --preset gavel: DIR/policy.json or DIR)")
 	return cmd
 }

@@ -27,6 +27,6 @@ func newHeadroomCmd(a *app) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	flagtag.Bind(fl, f)
-	fl.StringVar(&f.Schedulers, "scheduler", report.DefaultHeadroomSchedulers, "policies: "+fmt.Sprint(env.AllocationPolicyNames())+" and lookahead")
+	fl.StringVar(&f.Schedulers, "scheduler", report.DefaultHeadroomSchedulers, "policies: "+fmt.Sprint(env.AllocationPolicyNames())+", lookahead, or learned policy files (tegrl train --preset gavel: DIR/policy.json or DIR)")
 	return cmd
 }
