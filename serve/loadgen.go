@@ -124,10 +124,16 @@ type loadRun struct {
 	swapFail int
 }
 
-// pace releases decision k at start + k/Rate.
+// pace releases decision k at start + k/Rate, for k/Rate < Duration.
 func (lg *loadRun) pace(ctx context.Context, tickets chan<- int, start time.Time) {
 	for k := 0; ; k++ {
-		due := start.Add(time.Duration(float64(k) / lg.cfg.Rate * float64(time.Second)))
+		at := time.Duration(float64(k) / lg.cfg.Rate * float64(time.Second))
+		if at >= lg.cfg.Duration {
+			// Without this a late context timer on a loaded machine lets
+			// decisions due after Duration through.
+			return
+		}
+		due := start.Add(at)
 		if d := time.Until(due); d > 0 {
 			select {
 			case <-ctx.Done():
