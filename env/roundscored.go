@@ -1,6 +1,7 @@
 package env
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -174,7 +175,7 @@ const ScoredPolicyKind = "tegrl-scored-allocation"
 // must be this build's and every weight finite.
 func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	var f ScoredPolicyFile
-	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("scored policy: %w", err)

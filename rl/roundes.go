@@ -1,6 +1,7 @@
 package rl
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -220,14 +221,6 @@ func axpy(x []float64, a float64, y []float64) []float64 {
 	return out
 }
 
-func mean(v []float64) float64 {
-	s := 0.0
-	for _, x := range v {
-		s += x
-	}
-	return s / float64(len(v))
-}
-
 // centredRanks maps fitnesses to ranks scaled to [-0.5, 0.5], the lowest
 // (best) fitness to -0.5: ES's fitness shaping, which makes the update
 // invariant to the fitness's scale and robust to the bound's penalty.
@@ -236,22 +229,12 @@ func centredRanks(f []float64) []float64 {
 	for i := range idx {
 		idx[i] = i
 	}
-	slices.SortStableFunc(idx, func(a, b int) int { return cmpF(f[a], f[b]) })
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(f[a], f[b]) })
 	u := make([]float64, len(f))
 	for r, i := range idx {
 		u[i] = float64(r)/float64(len(f)-1) - 0.5
 	}
 	return u
-}
-
-func cmpF(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // adam64 is Adam (Kingma and Ba, ICLR 2015) on a float64 vector, for the
@@ -275,4 +258,10 @@ func (a *adam64) step(x, g []float64) {
 		a.v[i] = a.b2*a.v[i] + (1-a.b2)*g[i]*g[i]
 		x[i] -= a.lr * (a.m[i] / c1) / (math.Sqrt(a.v[i]/c2) + a.epsilon)
 	}
+}
+
+// mean is the arithmetic mean (report.MeanStd's).
+func mean(v []float64) float64 {
+	m, _ := report.MeanStd(v)
+	return m
 }

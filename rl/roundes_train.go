@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -22,10 +23,6 @@ var GavelBaselines = []string{"fifo_perf", "max_min_fairness", "max_min_fairness
 // GavelEvalSeeds are the gavel preset's held-out seeds (training uses
 // DefaultRoundESConfig's 100-102).
 const GavelEvalSeeds = "0-4"
-
-// gavelFlags are the train flags the gavel preset reads; any other given
-// is an error rather than silently ignored.
-var gavelFlags = map[string]bool{"preset": true, "out": true, "seed": true, "json": true, "eval-seeds": true}
 
 // GavelEvalRow is one rate of the gavel preset's held-out evaluation.
 type GavelEvalRow struct {
@@ -59,8 +56,10 @@ type GavelTrainSummary struct {
 // weights of env.ScoredPolicy over Gavel's continuous-multiple protocol
 // (TrainRoundES), then the held-out comparison with GavelBaselines.
 func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
+	// The PPO preset's flags mean nothing here: given, they are an error
+	// rather than silently ignored.
 	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "init", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
-		if o.Set != nil && o.Set(name) && !gavelFlags[name] {
+		if o.Set != nil && o.Set(name) {
 			return fmt.Errorf("--%s: --preset gavel trains with evolution strategies in this process and takes only --out, --seed, --eval-seeds and --json", name)
 		}
 	}
@@ -177,7 +176,7 @@ func EvalGavel(ctx context.Context, cfg RoundESConfig, weights []float64, seeds 
 		if row.Best != "" && row.AvgJCT["learned"] != nil {
 			d := make([]float64, ns)
 			for s := range d {
-				d[s] = at(0)[s] - at(indexOf(pols, row.Best))[s]
+				d[s] = at(0)[s] - at(slices.Index(pols, row.Best))[s]
 			}
 			row.DiffMean = mean(d)
 			if row.CILow, row.CIHigh, err = report.BootstrapMeanCI(d, report.DefaultResamples, report.DefaultLevel, 1); err != nil {
@@ -210,13 +209,4 @@ func WriteGavelEval(w io.Writer, seeds []uint64, rows []GavelEvalRow) error {
 		fmt.Fprintf(tw, "\t%+.2f [%+.2f, %+.2f] vs %s\t\n", r.DiffMean, r.CILow, r.CIHigh, r.Best)
 	}
 	return tw.Flush()
-}
-
-func indexOf(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
