@@ -73,10 +73,8 @@ func newDatasetGenCmd(a *app) *cobra.Command {
 type recordFlags struct {
 	runSource
 	datasets.RecordCommand
-	scheduler, out string
-	jsonOut        bool
-	teg            *tegFlag
-	gpu            gpuFlags
+	teg *tegFlag
+	gpu gpuFlags
 }
 
 func newDatasetRecordCmd(a *app) *cobra.Command {
@@ -89,7 +87,6 @@ func newDatasetRecordCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.gpu.scenario != "" {
-				f.scheduler, f.out, f.jsonOut = f.Scheduler, f.Out, f.JSON
 				return runRecordGPU(cmd, a, f)
 			}
 			r := f.RecordCommand

@@ -48,34 +48,34 @@ func runSimulateGPU(cmd *cobra.Command, a *app, f *simFlags) error {
 func runRecordGPU(cmd *cobra.Command, a *app, f *recordFlags) error {
 	run, err := f.gpu.config(cmd, f.load, f.seed)
 	if err == nil {
-		run.Policy, err = report.GPUPolicy(f.scheduler, cmd.Flags().Changed("scheduler"))
+		run.Policy, err = report.GPUPolicy(f.Scheduler, cmd.Flags().Changed("scheduler"))
 	}
 	if err != nil {
 		return err
 	}
-	a.log.Info("record", "scenario", run.Scenario, "scheduler", run.Policy, "rate", run.Rate, "load", run.Load, "out", f.out)
-	rec, err := replay.RecordGPU(f.out, replay.GPURunConfig{Scenario: run.Scenario, Rate: run.Rate, Load: run.Load,
+	a.log.Info("record", "scenario", run.Scenario, "scheduler", run.Policy, "rate", run.Rate, "load", run.Load, "out", f.Out)
+	rec, err := replay.RecordGPU(f.Out, replay.GPURunConfig{Scenario: run.Scenario, Rate: run.Rate, Load: run.Load,
 		Policy: run.Policy, Seed: run.Seed, RestoreSeconds: run.RestoreSeconds, Placement: run.Placement})
 	if err != nil {
 		return err
 	}
-	if f.jsonOut {
+	if f.JSON {
 		return printJSON(a.stdout, rec)
 	}
 	files := []string{replay.GPUJobsFile, replay.GPUAllocationsFile, replay.GPURunFile}
-	return report.WriteGPURecording(a.stdout, f.out, files, rec.Jobs, rec.Allocations, run.Policy, rec.Metrics)
+	return report.WriteGPURecording(a.stdout, f.Out, files, rec.Jobs, rec.Allocations, run.Policy, rec.Metrics)
 }
 
 func runReplayGPU(a *app, f *replayFlags) error {
-	if f.diff != "" {
+	if f.Diff != "" {
 		return errors.New("--diff: a GPU-cluster recording replays one scheduler at a time (--scheduler)")
 	}
-	rep, err := replay.ReplayGPU(f.trace, f.scheduler)
+	rep, err := replay.ReplayGPU(f.Trace, f.Scheduler)
 	if err != nil {
 		return err
 	}
 	write := rep.WriteText
-	if f.jsonOut {
+	if f.JSON {
 		write = rep.WriteJSON
 	}
 	return errors.Join(write(a.stdout), rep.Failure())

@@ -14,8 +14,6 @@ func init() { addCommand(newReplayCmd) }
 // scheduler, diff and jsonOut are their copies that runReplayGPU reads.
 type replayFlags struct {
 	replay.Command
-	trace, scheduler, diff string
-	jsonOut                bool
 }
 
 func newReplayCmd(a *app) *cobra.Command {
@@ -28,7 +26,6 @@ func newReplayCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if replay.IsGPURecording(f.Trace) {
-				f.trace, f.scheduler, f.diff, f.jsonOut = f.Trace, f.Scheduler, f.Diff, f.JSON
 				return runReplayGPU(a, f)
 			}
 			f.NewScheduler, f.Logger, f.Bar = rl.SchedulerFactory, a.log, a.stderr
