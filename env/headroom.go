@@ -118,16 +118,29 @@ type RunStats struct {
 	// (a co-located pair's GPUs count once per job, so Gandiva may
 	// exceed the busy fraction).
 	Utilisation float64
+	// MaxSlowdown is the largest over the measured jobs of JCT / the job's
+	// run time alone on its best allocation (its floor); NaN when saturated.
+	MaxSlowdown float64
+	// FTFMax and FTFUnfair are the largest finish-time fairness ρ over the
+	// measured jobs and the fraction with ρ > 1; NaN when saturated. ρ is
+	// a job's JCT over its JCT under an equal share of the cluster, as
+	// Themis defines it (Mahajan et al., "Themis: Fair and Efficient GPU
+	// Cluster Scheduling", NSDI 2020) with a gang's share in proportion to
+	// its GPUs: the floor stretched by the mean over the job's life of
+	// max(1, GPUs demanded by the jobs in the system / GPUs).
+	FTFMax, FTFUnfair float64
 }
 
 // Stats computes RunStats after Run (or RunLookahead) returned r.
 func (s *RoundSim) Stats(r RoundResult) RunStats {
-	st := RunStats{P99JCTHours: math.NaN()}
+	nan := math.NaN()
+	st := RunStats{P99JCTHours: nan, MaxSlowdown: nan, FTFMax: nan, FTFUnfair: nan}
 	if !r.Saturated && len(r.JCT) > 0 {
 		v := slices.Clone(r.JCT)
 		slices.Sort(v)
 		k := int(math.Ceil(0.99*float64(len(v)))) - 1
 		st.P99JCTHours = v[max(k, 0)] / 3600
+		st.MaxSlowdown, st.FTFMax, st.FTFUnfair = s.fairness()
 	}
 	busy := 0.0
 	for i := range s.jobs {
@@ -137,4 +150,65 @@ func (s *RoundSim) Stats(r RoundResult) RunStats {
 		st.Utilisation = busy / (float64(s.c.TotalGPUs()) * s.now)
 	}
 	return st
+}
+
+// fairness computes the measured jobs' largest slowdown and finish-time
+// fairness (RunStats) once every measured job has finished. The cluster's
+// contention max(1, demand/GPUs) is piecewise constant between arrivals
+// and finishes; its running integral gives each job's mean over its life.
+func (s *RoundSim) fairness() (maxSlow, ftfMax, unfair float64) {
+	type ev struct {
+		t float64
+		d int // GPUs demanded from t on: +scale at arrival, -scale at finish
+	}
+	evs := make([]ev, 0, 2*len(s.jobs))
+	for i := range s.jobs {
+		j := &s.jobs[i]
+		end := s.now
+		if !j.active && j.done > 0 {
+			end = j.finish
+		}
+		evs = append(evs, ev{j.Arrival, j.Scale}, ev{end, -j.Scale})
+	}
+	slices.SortStableFunc(evs, func(a, b ev) int { return cmpFloat(a.t, b.t) })
+	// ts[k], area[k]: the k-th distinct event time and the integral of the
+	// contention up to it.
+	ts, area := make([]float64, 0, len(evs)), make([]float64, 0, len(evs))
+	gpus := float64(s.c.TotalGPUs())
+	demand, acc := 0, 0.0
+	for k, e := range evs {
+		if k > 0 {
+			acc += (e.t - evs[k-1].t) * math.Max(1, float64(demand)/gpus)
+		}
+		demand += e.d
+		if n := len(ts); n > 0 && ts[n-1] == e.t {
+			area[n-1] = acc
+		} else {
+			ts, area = append(ts, e.t), append(area, acc)
+		}
+	}
+	at := func(t float64) float64 {
+		k, _ := slices.BinarySearch(ts, t)
+		return area[min(k, len(area)-1)]
+	}
+	n := 0
+	for id := s.cfg.MeasureFrom; id < s.cfg.MeasureTo && id < len(s.jobs); id++ {
+		j := &s.jobs[id]
+		best := 0.0
+		for _, g := range s.c.Types {
+			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
+		}
+		jct := j.finish - j.Arrival
+		if j.active || j.done == 0 || best == 0 || jct <= 0 {
+			continue
+		}
+		floor := j.Steps / best
+		rho := jct / (floor * (at(j.finish) - at(j.Arrival)) / jct)
+		maxSlow, ftfMax = math.Max(maxSlow, jct/floor), math.Max(ftfMax, rho)
+		if rho > 1 {
+			unfair++
+		}
+		n++
+	}
+	return maxSlow, ftfMax, unfair / float64(max(n, 1))
 }

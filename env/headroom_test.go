@@ -187,3 +187,61 @@ func TestRunStatsHand(t *testing.T) {
 		t.Fatalf("p99 %v h, utilisation %v; want 0.1 h and 1", st.P99JCTHours, st.Utilisation)
 	}
 }
+
+// TestRunStatsFairnessHand: three 360 s jobs arrive together on one GPU
+// and fifo_perf runs them one round each. Slowdowns are 1, 2 and 3. The
+// GPUs demanded are 3, 2, then 1 per 360 s, so the contention integrals
+// over the jobs' lives are 1080, 1800 and 2160 GPU-share seconds and
+// ρ = JCT² / (floor × integral) is 1/3, 0.8 and 1.5.
+func TestRunStatsFairnessHand(t *testing.T) {
+	tab, _ := LoadThroughputTable(strings.NewReader(tinyTable))
+	c, _ := NewGPUCluster(tab, map[string]int{"v100": 1}, 1)
+	m := tab.Model("M")
+	job := DLJob{Model: m, Scale: 1, Steps: 3600}
+	src := &sliceJobs{jobs: []DLJob{job, job, job}}
+	pol, _ := AllocationPolicyByName("fifo_perf")
+	// The allocation is recomputed after every finish (an interval of one
+	// round), so no GPU idles.
+	s, err := NewRoundSim(c, pol, src, RoundConfig{MeasureFrom: 0, MeasureTo: 3, AllocationInterval: 360})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{360, 720, 1080}; !slices.Equal(r.JCT, want) {
+		t.Fatalf("JCTs %v, want %v", r.JCT, want)
+	}
+	st := s.Stats(r)
+	if math.Abs(st.MaxSlowdown-3) > 1e-12 || math.Abs(st.FTFMax-1.5) > 1e-12 || math.Abs(st.FTFUnfair-1.0/3) > 1e-12 {
+		t.Fatalf("max slowdown %v, max ρ %v, unfair %v; want 3, 1.5 and 1/3", st.MaxSlowdown, st.FTFMax, st.FTFUnfair)
+	}
+	r.Saturated = true
+	if st := s.Stats(r); !math.IsNaN(st.MaxSlowdown) || !math.IsNaN(st.FTFMax) {
+		t.Fatalf("a saturated run's fairness %+v, want NaN", st)
+	}
+}
+
+// TestRoundSimIdlesUntilReallocation: under Gavel's 1920 s between
+// allocation resets, fifo_perf's allocation from t = 360 s gives the third
+// job no share, so once the second finishes at 720 s nothing runs; the
+// run idles until the reset at 360 + 1920 s and the job finishes a round
+// later, rather than stopping as if nothing could ever run.
+func TestRoundSimIdlesUntilReallocation(t *testing.T) {
+	tab, _ := LoadThroughputTable(strings.NewReader(tinyTable))
+	c, _ := NewGPUCluster(tab, map[string]int{"v100": 1}, 1)
+	job := DLJob{Model: tab.Model("M"), Scale: 1, Steps: 3600}
+	pol, _ := AllocationPolicyByName("fifo_perf")
+	s, err := NewRoundSim(c, pol, &sliceJobs{jobs: []DLJob{job, job, job}}, RoundConfig{MeasureFrom: 0, MeasureTo: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{360, 720, 2640}; r.Saturated || !slices.Equal(r.JCT, want) {
+		t.Fatalf("JCTs %v (saturated %v), want %v", r.JCT, r.Saturated, want)
+	}
+}

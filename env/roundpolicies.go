@@ -507,6 +507,9 @@ type SRTFOracle struct {
 // Name implements AllocationPolicy.
 func (p *SRTFOracle) Name() string { return "srtf_oracle" }
 
+// IsClairvoyant implements ClairvoyantPolicy.
+func (p *SRTFOracle) IsClairvoyant() bool { return true }
+
 // RoundHints implements RoundHintsPolicy.
 func (p *SRTFOracle) RoundHints() RoundHints { return RoundHints{SkipUnallocated: true} }
 

@@ -48,3 +48,16 @@ type AllocationPolicy interface {
 	Name() string
 	Allocate(s *RoundState, x []float64) error
 }
+
+// ClairvoyantPolicy is implemented by policies that read what a real
+// scheduler cannot know (a job's remaining work): bounds to measure the
+// others against.
+type ClairvoyantPolicy interface {
+	IsClairvoyant() bool
+}
+
+// IsClairvoyant tells whether p is a ClairvoyantPolicy that says so.
+func IsClairvoyant(p AllocationPolicy) bool {
+	c, ok := p.(ClairvoyantPolicy)
+	return ok && c.IsClairvoyant()
+}

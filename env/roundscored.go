@@ -18,14 +18,19 @@ import (
 // first, one whole gang each while GPUs of the type are free. A pair whose
 // score is not positive is never allocated: the policy may leave slow
 // GPUs idle rather than start a job there. It never reads a job's steps
-// (StepsTotal, StepsLeft): it is not clairvoyant.
+// (StepsTotal, StepsLeft): it is not clairvoyant, unless Clairvoyant adds
+// the job's remaining run time as a feature, which makes it a bound to
+// measure the others against, not a policy a real scheduler can run.
 //
 // The weights come from training (rl.TrainRound, evolution strategies on
 // the round simulator) and are saved as a JSON policy file
 // (WriteScoredPolicy); AllocationPolicyByName loads such a file by path.
 type ScoredPolicy struct {
-	// Weights has one weight per feature, in ScoredFeatures order.
+	// Weights has one weight per feature, in ScoredFeatures order, then
+	// ClairvoyantFeature's when Clairvoyant.
 	Weights []float64
+	// Clairvoyant adds ClairvoyantFeature.
+	Clairvoyant bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
 	next  map[int]int
@@ -59,6 +64,19 @@ var ScoredFeatures = []string{
 // NumScoredFeatures is len(ScoredFeatures).
 var NumScoredFeatures = len(ScoredFeatures)
 
+// ClairvoyantFeature is the clairvoyant scored policy's extra feature:
+// log(1 + hours the job still needs alone on this type).
+const ClairvoyantFeature = "log_remaining_h"
+
+// ScoredFeatureNames is the feature list of a scored policy, with
+// ClairvoyantFeature last when clairvoyant.
+func ScoredFeatureNames(clairvoyant bool) []string {
+	if clairvoyant {
+		return append(slices.Clip(ScoredFeatures), ClairvoyantFeature)
+	}
+	return ScoredFeatures
+}
+
 // DefaultScoredWeights rank jobs first come, first served on their fastest
 // free type, the starting point of training: older jobs first (age), the
 // best type preferred, every pair positive.
@@ -69,7 +87,15 @@ func DefaultScoredWeights() []float64 {
 }
 
 // Name implements AllocationPolicy.
-func (p *ScoredPolicy) Name() string { return "scored" }
+func (p *ScoredPolicy) Name() string {
+	if p.Clairvoyant {
+		return "scored_clairvoyant"
+	}
+	return "scored"
+}
+
+// IsClairvoyant implements ClairvoyantPolicy.
+func (p *ScoredPolicy) IsClairvoyant() bool { return p.Clairvoyant }
 
 // RoundHints implements RoundHintsPolicy: a job runs only where it is
 // allocated, so that a non-positive score keeps it off a type.
@@ -77,9 +103,10 @@ func (p *ScoredPolicy) RoundHints() RoundHints { return RoundHints{SkipUnallocat
 
 // Allocate implements AllocationPolicy.
 func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
-	nf, nt := NumScoredFeatures, len(s.Types)
+	names := ScoredFeatureNames(p.Clairvoyant)
+	nf, nt := len(names), len(s.Types)
 	if len(p.Weights) != nf {
-		return fmt.Errorf("scored policy: %d weights, want %d (%s)", len(p.Weights), nf, strings.Join(ScoredFeatures, ", "))
+		return fmt.Errorf("scored policy: %d weights, want %d (%s)", len(p.Weights), nf, strings.Join(names, ", "))
 	}
 	if p.prev == nil {
 		p.prev, p.next = map[int]int{}, map[int]int{}
@@ -121,6 +148,9 @@ func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
 			f[4] = math.Log(v / best)
 			f[5] = float64(b2f(running && prevT == t))
 			f[9] = f[4] * load
+			if p.Clairvoyant {
+				f[10] = math.Log1p(j.StepsLeft / v / 3600)
+			}
 			sc := 0.0
 			for k, w := range p.Weights {
 				sc += w * f[k]
@@ -172,7 +202,8 @@ type ScoredPolicyFile struct {
 const ScoredPolicyKind = "tegrl-scored-allocation"
 
 // ParseScoredPolicy reads a scored policy file: its kind and feature names
-// must be this build's and every weight finite.
+// must be this build's (ScoredFeatures, or with ClairvoyantFeature last: a
+// clairvoyant policy) and every weight finite.
 func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	var f ScoredPolicyFile
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -186,23 +217,29 @@ func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	if f.Kind != ScoredPolicyKind {
 		return nil, fmt.Errorf("scored policy: kind %q, want %q", f.Kind, ScoredPolicyKind)
 	}
-	if !slices.Equal(f.Features, ScoredFeatures) {
-		return nil, fmt.Errorf("scored policy: features %v, this build has %v", f.Features, ScoredFeatures)
+	clair := slices.Equal(f.Features, ScoredFeatureNames(true))
+	if !clair && !slices.Equal(f.Features, ScoredFeatures) {
+		return nil, fmt.Errorf("scored policy: features %v, this build has %v (and %s for a clairvoyant policy)", f.Features, ScoredFeatures, ClairvoyantFeature)
 	}
-	if len(f.Weights) != NumScoredFeatures {
-		return nil, fmt.Errorf("scored policy: %d weights for %d features", len(f.Weights), NumScoredFeatures)
+	if len(f.Weights) != len(f.Features) {
+		return nil, fmt.Errorf("scored policy: %d weights for %d features", len(f.Weights), len(f.Features))
 	}
 	for i, w := range f.Weights {
 		if math.IsNaN(w) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("scored policy: weight %d (%s) is %v", i, ScoredFeatures[i], w)
+			return nil, fmt.Errorf("scored policy: weight %d (%s) is %v", i, f.Features[i], w)
 		}
 	}
-	return &ScoredPolicy{Weights: f.Weights}, nil
+	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair}, nil
 }
 
-// WriteScoredPolicy writes weights as a scored policy file at path.
+// WriteScoredPolicy writes weights as a scored policy file at path; one
+// weight more than ScoredFeatures makes it a clairvoyant policy.
 func WriteScoredPolicy(path string, weights []float64, training map[string]any) error {
-	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: ScoredFeatures, Weights: weights, Training: training}, "", "  ")
+	names := ScoredFeatureNames(len(weights) == NumScoredFeatures+1)
+	if len(weights) != len(names) {
+		return fmt.Errorf("scored policy: %d weights for %d features", len(weights), len(names))
+	}
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -136,3 +136,42 @@ func benchAllocate(b *testing.B, p AllocationPolicy) {
 		}
 	}
 }
+
+// TestScoredPolicyClairvoyant: with weights bias 1 and log_remaining_h -1,
+// a job's score on a type is 1 - ln(1 + its hours left there). One GPU:
+// job 0 needs 2 h (score 1 - ln 3 < 0: never allocated), job 1 needs
+// 0.5 h (1 - ln 1.5 = 0.59): job 1 runs and the slow job waits, as under
+// shortest remaining time first. The file keeps the extra feature, and the
+// policy says it is a bound.
+func TestScoredPolicyClairvoyant(t *testing.T) {
+	w := make([]float64, NumScoredFeatures+1)
+	w[0], w[NumScoredFeatures] = 1, -1
+	p := &ScoredPolicy{Weights: w, Clairvoyant: true}
+	s := &RoundState{Time: 0, Types: []string{"v100"}, Capacity: []int{1},
+		Jobs:       []RoundJob{{ID: 0, Scale: 1, StepsLeft: 7200}, {ID: 1, Scale: 1, StepsLeft: 1800}},
+		Throughput: []float64{1, 1}}
+	x := make([]float64, 2)
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("x = %v, want %v", x, want)
+	}
+	if !IsClairvoyant(p) || IsClairvoyant(&ScoredPolicy{Weights: w[:NumScoredFeatures]}) {
+		t.Fatal("IsClairvoyant wrong")
+	}
+	path := filepath.Join(t.TempDir(), "oracle.json")
+	if err := WriteScoredPolicy(path, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pol.(*ScoredPolicy); !got.Clairvoyant || !slices.Equal(got.Weights, w) || pol.Name() != "scored_clairvoyant" {
+		t.Fatalf("read back %+v", got)
+	}
+	if err := WriteScoredPolicy(path, w[:3], nil); err == nil {
+		t.Fatal("3 weights written")
+	}
+}

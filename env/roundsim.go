@@ -301,6 +301,10 @@ func (s *RoundSim) Run() (RoundResult, error) {
 				s.now = math.Max(s.now, e.finish)
 			}
 			s.endRound()
+		} else if t := s.lastReset + s.cfg.AllocationInterval; len(s.active) > 0 && s.needUpdate && t > s.now && t < s.pend.Arrival {
+			// Nothing runs under the stale allocation (jobs it gave no
+			// share wait): idle until it may be recomputed.
+			s.now = t
 		} else if s.pend.Arrival > s.now {
 			if math.IsInf(s.pend.Arrival, 1) {
 				s.res.Saturated = true // nothing runs and nothing will arrive

@@ -104,8 +104,16 @@ func ReadHeadroomJSON(files []string) (HeadroomConfig, []HeadroomPoint, error) {
 // sweep's policy list.
 const LookaheadPolicy = "lookahead"
 
-// clairvoyant reports whether a policy knows the future (a bound).
-func clairvoyant(p string) bool { return p == LookaheadPolicy || p == "srtf_oracle" }
+// clairvoyant reports whether a point's policy knows the future (a
+// bound); points read back from JSON written before the flag existed name
+// the built-in bounds only.
+func clairvoyant(p HeadroomPoint) bool {
+	return p.Clairvoyant || p.Scheduler == LookaheadPolicy || p.Scheduler == "srtf_oracle"
+}
+
+// learned reports whether a point's policy is a non-clairvoyant learned
+// policy file: it is compared with the best heuristic, not counted as one.
+func learned(p HeadroomPoint) bool { return !clairvoyant(p) && env.IsPolicyFile(p.Scheduler) }
 
 // HeadroomScenario is a cluster and a workload swept over rates or loads.
 type HeadroomScenario struct {
@@ -180,6 +188,15 @@ type HeadroomPoint struct {
 	Utilisation    float64  `json:"utilisation"`
 	FloorJCT       float64  `json:"floor_jct_h"`
 	SaturatedSeeds int      `json:"saturated_seeds"`
+	// Clairvoyant marks a bound: a policy that reads jobs' remaining work
+	// (env.IsClairvoyant, or the lookahead).
+	Clairvoyant bool `json:"clairvoyant,omitempty"`
+	// MaxSlowdown, FTFMax and FTFUnfair are means over the seeds that
+	// finished of env.RunStats' largest slowdown, largest finish-time
+	// fairness ρ and fraction of jobs with ρ > 1; nil as AvgJCT.
+	MaxSlowdown *float64 `json:"max_slowdown,omitempty"`
+	FTFMax      *float64 `json:"ftf_rho_max,omitempty"`
+	FTFUnfair   *float64 `json:"ftf_unfair_frac,omitempty"`
 }
 
 type headroomRun struct {
@@ -337,13 +354,16 @@ func RunHeadroom(ctx context.Context, cfg HeadroomConfig) ([]HeadroomPoint, erro
 	if err != nil {
 		return nil, err
 	}
+	bound := map[string]bool{LookaheadPolicy: true}
 	for _, p := range cfg.Policies {
 		if p == LookaheadPolicy {
 			continue
 		}
-		if _, err := env.AllocationPolicyByName(p); err != nil {
+		pol, err := env.AllocationPolicyByName(p)
+		if err != nil {
 			return nil, err
 		}
+		bound[p] = env.IsClairvoyant(pol)
 	}
 	var preps []prepared
 	type job struct{ sc, pol, rate, seed int }
@@ -398,7 +418,9 @@ func RunHeadroom(ctx context.Context, cfg HeadroomConfig) ([]HeadroomPoint, erro
 	for _, p := range preps {
 		for _, pol := range cfg.Policies {
 			for ri, r := range p.rates {
-				pts = append(pts, summarizeHeadroom(p.sc.Name(), pol, r, p.loads[ri], cfg.Seeds, res[i:i+len(cfg.Seeds)]))
+				pt := summarizeHeadroom(p.sc.Name(), pol, r, p.loads[ri], cfg.Seeds, res[i:i+len(cfg.Seeds)])
+				pt.Clairvoyant = bound[pol]
+				pts = append(pts, pt)
 				i += len(cfg.Seeds)
 			}
 		}
@@ -417,7 +439,7 @@ func sortStableBy(idx []int, key func(int) float64) {
 
 func summarizeHeadroom(sc, pol string, rate, load float64, seeds []uint64, runs []headroomRun) HeadroomPoint {
 	p := HeadroomPoint{Scenario: sc, Scheduler: pol, Rate: rate, Load: math.Round(load*1000) / 1000, Seeds: seeds}
-	var avg, p99 []float64
+	var avg, p99, slow, rho, unfair []float64
 	for _, r := range runs {
 		p.FloorJCT += r.res.FloorHours / float64(len(runs))
 		p.Utilisation += r.stats.Utilisation / float64(len(runs))
@@ -426,10 +448,11 @@ func summarizeHeadroom(sc, pol string, rate, load float64, seeds []uint64, runs 
 			continue
 		}
 		avg, p99 = append(avg, r.res.AvgJCTHours), append(p99, r.stats.P99JCTHours)
+		slow, rho, unfair = append(slow, r.stats.MaxSlowdown), append(rho, r.stats.FTFMax), append(unfair, r.stats.FTFUnfair)
 	}
 	if len(avg) > 0 {
-		a, q := hMean(avg), hMean(p99)
-		p.AvgJCT, p.P99JCT = &a, &q
+		a, q, sl, rh, un := hMean(avg), hMean(p99), hMean(slow), hMean(rho), hMean(unfair)
+		p.AvgJCT, p.P99JCT, p.MaxSlowdown, p.FTFMax, p.FTFUnfair = &a, &q, &sl, &rh, &un
 	}
 	return p
 }
@@ -466,15 +489,23 @@ func SustainableRate(pts []HeadroomPoint) float64 {
 }
 
 // HeadroomGap is one rate's comparison: the best non-clairvoyant policy
-// against the floor and the best clairvoyant bound.
+// against the floor and the best clairvoyant bound, and the best learned
+// policy (a policy file) against both.
 type HeadroomGap struct {
 	Rate, Load         float64
 	Floor              float64
-	Best               string  // best non-clairvoyant policy ("" if all hit the bound)
+	Best               string  // best non-clairvoyant heuristic ("" if all hit the bound)
 	BestJCT            float64 // NaN when none finished
 	Bound              string  // best clairvoyant policy
 	BoundJCT           float64 // NaN when none finished
 	GapFloor, GapBound float64 // BestJCT − Floor, BestJCT − BoundJCT (hours)
+	Learned            string  // best learned policy ("" if none finished)
+	LearnedJCT         float64 // NaN when none finished
+	// Closed is the share of the gap to the bound the learned policy
+	// closes, (BestJCT − LearnedJCT) / GapBound: 1 at the bound, above 1
+	// below it, negative when worse than the best heuristic; NaN without a
+	// positive gap.
+	Closed float64
 }
 
 // HeadroomGaps computes the per-rate gaps of one scenario's points
@@ -483,7 +514,8 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 	nr := len(pts) / len(policies)
 	out := make([]HeadroomGap, nr)
 	for ri := range out {
-		g := HeadroomGap{Rate: pts[ri].Rate, Load: pts[ri].Load, Floor: pts[ri].FloorJCT, BestJCT: math.NaN(), BoundJCT: math.NaN()}
+		g := HeadroomGap{Rate: pts[ri].Rate, Load: pts[ri].Load, Floor: pts[ri].FloorJCT, BestJCT: math.NaN(), BoundJCT: math.NaN(),
+			LearnedJCT: math.NaN(), Closed: math.NaN()}
 		floorSet := false
 		for pi, pol := range policies {
 			p := pts[pi*nr+ri]
@@ -494,15 +526,25 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 				g.Floor, floorSet = p.FloorJCT, true
 			}
 			v := *p.AvgJCT
-			if clairvoyant(pol) {
+			switch {
+			case clairvoyant(p):
 				if math.IsNaN(g.BoundJCT) || v < g.BoundJCT {
 					g.Bound, g.BoundJCT = pol, v
 				}
-			} else if math.IsNaN(g.BestJCT) || v < g.BestJCT {
-				g.Best, g.BestJCT = pol, v
+			case learned(p):
+				if math.IsNaN(g.LearnedJCT) || v < g.LearnedJCT {
+					g.Learned, g.LearnedJCT = pol, v
+				}
+			default:
+				if math.IsNaN(g.BestJCT) || v < g.BestJCT {
+					g.Best, g.BestJCT = pol, v
+				}
 			}
 		}
 		g.GapFloor, g.GapBound = g.BestJCT-g.Floor, g.BestJCT-g.BoundJCT
+		if g.GapBound > 0 {
+			g.Closed = (g.BestJCT - g.LearnedJCT) / g.GapBound
+		}
 		out[ri] = g
 	}
 	return out
@@ -537,8 +579,15 @@ func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) err
 	var b strings.Builder
 	head := append([]string{"rate (jobs/h)", "load", "floor"}, policies...)
 	head = append(head, "best heuristic", "best bound", "gap to floor", "gap to bound")
-	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 	nr := len(pts) / len(policies)
+	withLearned := false
+	for pi := range policies {
+		withLearned = withLearned || learned(pts[pi*nr])
+	}
+	if withLearned {
+		head = append(head, "best learned", "gap closed")
+	}
+	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 	gaps := HeadroomGaps(policies, pts)
 	for ri, g := range gaps {
 		row := []string{strconv.FormatFloat(g.Rate, 'f', -1, 64), fmt.Sprintf("%.2f", g.Load), fmt.Sprintf("%.2f", g.Floor)}
@@ -553,14 +602,54 @@ func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) err
 			bound = fmt.Sprintf("%s %.2f", g.Bound, g.BoundJCT)
 		}
 		row = append(row, best, bound, fnum(g.GapFloor), fnum(g.GapBound))
+		if withLearned {
+			l, c := "-", "-"
+			if g.Learned != "" {
+				l = fmt.Sprintf("%s %.2f", g.Learned, g.LearnedJCT)
+			}
+			if !math.IsNaN(g.Closed) {
+				c = fmt.Sprintf("%.0f%%", 100*g.Closed)
+			}
+			row = append(row, l, c)
+		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
 	row := []string{"sustainable rate (JCT ≤ 1.5× floor)", "", ""}
 	for pi := range policies {
 		row = append(row, strconv.FormatFloat(SustainableRate(pts[pi*nr:(pi+1)*nr]), 'f', -1, 64))
 	}
-	row = append(row, "", "", "", "")
+	for len(row) < len(head) {
+		row = append(row, "")
+	}
 	fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteFairnessTable writes one scenario's starvation and fairness
+// figures in Markdown: per rate and policy the largest slowdown, the
+// largest finish-time fairness ρ and the share of jobs with ρ > 1 (means
+// over the seeds that finished).
+func WriteFairnessTable(w io.Writer, policies []string, pts []HeadroomPoint) error {
+	var b strings.Builder
+	head := append([]string{"rate (jobs/h)"}, policies...)
+	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
+	nr := len(pts) / len(policies)
+	for ri := 0; ri < nr; ri++ {
+		row := []string{strconv.FormatFloat(pts[ri].Rate, 'f', -1, 64)}
+		for pi := range policies {
+			p := pts[pi*nr+ri]
+			switch {
+			case p.AvgJCT == nil && len(p.Seeds) > 0:
+				row = append(row, "bound")
+			case p.MaxSlowdown == nil || p.FTFMax == nil || p.FTFUnfair == nil:
+				row = append(row, "-") // not run, or read from JSON without them
+			default:
+				row = append(row, fmt.Sprintf("%.0f / %.1f / %.0f%%", *p.MaxSlowdown, *p.FTFMax, 100**p.FTFUnfair))
+			}
+		}
+		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -594,6 +683,12 @@ func WriteHeadroom(w io.Writer, cfg HeadroomConfig, pts []HeadroomPoint) error {
 				100*big.GapBound/big.BoundJCT); err != nil {
 				return err
 			}
+		}
+		if _, err := fmt.Fprintf(w, "\nStarvation and fairness: largest slowdown (JCT / floor) / largest finish-time fairness ρ (JCT / JCT under an equal share) / jobs with ρ > 1.\n\n"); err != nil {
+			return err
+		}
+		if err := WriteFairnessTable(w, cfg.Policies, sp); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -122,3 +122,44 @@ func TestMergeHeadroom(t *testing.T) {
 		t.Fatalf("lookahead sustainable rate %v, want 2 (rate 1 not run)", got)
 	}
 }
+
+// TestHeadroomGapClosed: a learned policy file is not a heuristic; its
+// share of the gap closed is (best − learned) / (best − bound), and a
+// clairvoyant policy file is a bound.
+func TestHeadroomGapClosed(t *testing.T) {
+	pols := []string{"fifo", "run/policy.json", "oracle.json"}
+	oracle := func(rate, avg float64) HeadroomPoint {
+		p := hp("oracle.json", rate, 10, avg, 0)
+		p.Clairvoyant = true
+		return p
+	}
+	pts := []HeadroomPoint{
+		hp("fifo", 1, 10, 14, 0), hp("fifo", 2, 10, 30, 0),
+		hp("run/policy.json", 1, 10, 13, 0), hp("run/policy.json", 2, 10, 31, 0),
+		oracle(1, 12), oracle(2, 20),
+	}
+	sl, rho, un := 40.0, 3.5, 0.25
+	pts[2].MaxSlowdown, pts[2].FTFMax, pts[2].FTFUnfair = &sl, &rho, &un
+	g := HeadroomGaps(pols, pts)
+	// Rate 1: gap 14 − 12 = 2, closed (14 − 13) / 2; rate 2: gap 10,
+	// learned 1 h worse than fifo.
+	if g[0].Best != "fifo" || g[0].Bound != "oracle.json" || g[0].Learned != "run/policy.json" || g[0].Closed != 0.5 || g[1].Closed != -0.1 {
+		t.Fatalf("gaps %+v", g)
+	}
+	var b bytes.Buffer
+	if err := WriteHeadroomTable(&b, pols, pts); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"| best learned | gap closed |", "| fifo 14.00 | oracle.json 12.00 | 4.00 | 2.00 | run/policy.json 13.00 | 50% |", "| -10% |"} {
+		if !strings.Contains(b.String(), s) {
+			t.Errorf("table lacks %q:\n%s", s, b.String())
+		}
+	}
+	b.Reset()
+	if err := WriteFairnessTable(&b, pols, pts); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "| 1 | - | 40 / 3.5 / 25% | - |") {
+		t.Errorf("fairness table:\n%s", b.String())
+	}
+}

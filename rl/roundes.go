@@ -21,6 +21,10 @@ type RoundESConfig struct {
 	// Multi trains on continuous-multiple (gangs of 1-8 GPUs) instead of
 	// continuous-single.
 	Multi bool
+	// Clairvoyant trains env.ScoredPolicy with its clairvoyant feature (a
+	// job's remaining run time): the result is a bound to measure the
+	// non-clairvoyant policies against, not a deployable policy.
+	Clairvoyant bool
 	// Rates (jobs/h) and Seeds are the training runs; a candidate's
 	// fitness is the mean over them of its average JCT divided by
 	// Baseline's on the same rate and seed (1: as good as the baseline).
@@ -43,7 +47,8 @@ type RoundESConfig struct {
 	// GraceHours bounds a training run's simulated time: the last measured
 	// job's expected arrival (5,000 jobs at the rate) plus this many hours.
 	GraceHours float64
-	// Init is the starting weights (env.DefaultScoredWeights if nil).
+	// Init is the starting weights (env.DefaultScoredWeights if nil); a
+	// clairvoyant run extends non-clairvoyant ones with a 0 weight.
 	Init []float64
 	// Seed drives the perturbations.
 	Seed uint64
@@ -59,6 +64,17 @@ func DefaultRoundESConfig() RoundESConfig {
 		Multi: true, Rates: []float64{2.0, 2.4, 2.6}, Seeds: []uint64{100, 101, 102}, Baseline: "fifo_perf",
 		Iterations: 30, Pairs: 8, Sigma: 0.3, LR: 0.1, Penalty: 5, MaxActive: 1500, GraceHours: 500,
 	}
+}
+
+// DefaultRoundESConfigSingle is the gavel-single training: the
+// continuous-single protocol at 4.8, 5.2 and 5.6 jobs/h, where the best
+// heuristic is furthest above the floor while every seed still finishes,
+// relative to max_min_fairness_perf (fifo_perf stops at the bound there
+// on some seeds).
+func DefaultRoundESConfigSingle() RoundESConfig {
+	c := DefaultRoundESConfig()
+	c.Multi, c.Rates, c.Baseline = false, []float64{4.8, 5.2, 5.6}, "max_min_fairness_perf"
+	return c
 }
 
 // RoundESIteration is one ES iteration's record: the learning curve.
@@ -82,10 +98,13 @@ type RoundESResult struct {
 // TrainRoundES runs ES and returns the best weights seen on the training
 // runs; onIter, when set, sees every iteration.
 func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIteration)) (RoundESResult, error) {
-	d := env.NumScoredFeatures
+	d := len(env.ScoredFeatureNames(cfg.Clairvoyant))
 	theta := slices.Clone(cfg.Init)
 	if theta == nil {
 		theta = env.DefaultScoredWeights()
+	}
+	if cfg.Clairvoyant && len(theta) == env.NumScoredFeatures {
+		theta = append(theta, 0)
 	}
 	if len(theta) != d {
 		return RoundESResult{}, fmt.Errorf("round ES: %d initial weights, want %d", len(theta), d)
@@ -175,7 +194,7 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 		Round: env.RoundConfig{MaxActive: cfg.MaxActive, MaxSeconds: (5000/rate + cfg.GraceHours) * 3600}}
 	if w != nil {
 		g.Policy = "scored"
-		g.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w} }
+		g.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant} }
 	}
 	return g
 }

@@ -52,15 +52,16 @@ type GavelTrainSummary struct {
 	Command   string         `json:"command"`
 }
 
-// runGavel is tegrl train --preset gavel: evolution strategies on the
-// weights of env.ScoredPolicy over Gavel's continuous-multiple protocol
-// (TrainRoundES), then the held-out comparison with GavelBaselines.
+// runGavel is tegrl train --preset gavel (gavel-single): evolution
+// strategies on the weights of env.ScoredPolicy over Gavel's
+// continuous-multiple (continuous-single) protocol (TrainRoundES), then
+// the held-out comparison with GavelBaselines.
 func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	// The PPO preset's flags mean nothing here: given, they are an error
 	// rather than silently ignored.
-	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "init", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
+	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset gavel trains with evolution strategies in this process and takes only --out, --seed, --eval-seeds and --json", name)
+			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process and takes only --out, --seed, --init, --clairvoyant, --eval-seeds and --json", name, o.Preset)
 		}
 	}
 	evalSpec := GavelEvalSeeds
@@ -75,7 +76,18 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	cfg := DefaultRoundESConfig()
-	cfg.Seed = o.Seed
+	if o.Preset == "gavel-single" {
+		cfg = DefaultRoundESConfigSingle()
+	}
+	cfg.Seed, cfg.Clairvoyant = o.Seed, o.Clairvoyant
+	if o.Init != "" {
+		p, err := env.AllocationPolicyByName(o.Init)
+		sp, ok := p.(*env.ScoredPolicy)
+		if err != nil || !ok || (sp.Clairvoyant && !cfg.Clairvoyant) {
+			return fmt.Errorf("--init %s: want a scored policy file (tegrl train --preset gavel output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
+		}
+		cfg.Init = sp.Weights
+	}
 	logf, err := os.Create(filepath.Join(o.Out, "train_log.csv"))
 	if err != nil {
 		return err
@@ -91,10 +103,10 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	}
 	pol := filepath.Join(o.Out, "policy.json")
 	if err := env.WriteScoredPolicy(pol, res.Weights, map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
-		"rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
+		"clairvoyant": cfg.Clairvoyant, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
 		return err
 	}
-	sum := GavelTrainSummary{Preset: "gavel", Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: env.ScoredFeatures,
+	sum := GavelTrainSummary{Preset: o.Preset, Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: env.ScoredFeatureNames(cfg.Clairvoyant),
 		EvalSeeds: seeds, Command: o.Command}
 	if len(seeds) > 0 {
 		if sum.Eval, err = EvalGavel(ctx, cfg, res.Weights, seeds); err != nil {

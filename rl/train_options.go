@@ -20,7 +20,7 @@ import (
 // output. Run turns it into a TrainRun or an OfflineRun and prints the
 // summary; its errors name the command's flags.
 type TrainOptions struct {
-	Preset string `flag:"preset" default:"small" usage:"training preset: small, saturate or gavel"`
+	Preset string `flag:"preset" default:"small" usage:"training preset: small, saturate, gavel (Gavel's continuous-multiple protocol) or gavel-single (continuous-single)"`
 	Out    string `flag:"out" usage:"output directory (required)"`
 	Seed   uint64 `flag:"seed" default:"1" usage:"seed of the network initialisation, the actors' episodes and the minibatches"`
 	// Actors, SegmentLen, Sync, MaxLag, Transport, NATSURL, Token and RunID
@@ -58,8 +58,10 @@ type TrainOptions struct {
 	EvalSeeds       string
 	EvalRefs        string `flag:"eval-ref" default:"langevin,kube,bestfit,fgd" usage:"schedulers the policy is compared with"`
 	CheckpointEvery int    `flag:"checkpoint-every" usage:"write DIR/checkpoint every this many updates and at the end (0: never)"`
-	Init            string `flag:"init" usage:"start from this policy (a policy file or train output folder of the same shape), e.g. an offline one"`
-	Resume          string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
+	Init            string `flag:"init" usage:"start from this policy (a policy file or train output folder of the same shape), e.g. an offline one; the gavel presets: a scored policy .json"`
+	// Clairvoyant is the gavel presets' clairvoyant scored policy.
+	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
+	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
 	// with OfflineConfig; OfflineRef is the scheduler the rewards are
 	// relative to.
@@ -172,8 +174,11 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	if o.Preset == "gavel" {
+	if o.Preset == "gavel" || o.Preset == "gavel-single" {
 		return o.runGavel(ctx, w)
+	}
+	if o.Clairvoyant {
+		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")
 	}
 	cfg, err := o.config()
 	if err != nil {
