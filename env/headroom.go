@@ -194,10 +194,7 @@ func (s *RoundSim) fairness() (maxSlow, ftfMax, unfair float64) {
 	n := 0
 	for id := s.cfg.MeasureFrom; id < s.cfg.MeasureTo && id < len(s.jobs); id++ {
 		j := &s.jobs[id]
-		best := 0.0
-		for _, g := range s.c.Types {
-			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
-		}
+		best := s.bestThroughput(j)
 		jct := j.finish - j.Arrival
 		if j.active || j.done == 0 || best == 0 || jct <= 0 {
 			continue

@@ -252,10 +252,7 @@ func (s *RoundSim) score(active []int, n0 int, t0 float64) float64 {
 		if !j.active {
 			return j.finish - start
 		}
-		best := 0.0
-		for _, g := range s.c.Types {
-			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
-		}
+		best := s.bestThroughput(j)
 		rest := math.Inf(1)
 		if best > 0 {
 			rest = (j.Steps - j.done) / best

@@ -336,10 +336,7 @@ func (s *RoundSim) result() RoundResult {
 	floor, sum := 0.0, 0.0
 	for id := s.cfg.MeasureFrom; id < s.cfg.MeasureTo && id < len(s.jobs); id++ {
 		j := &s.jobs[id]
-		best := 0.0
-		for _, g := range s.c.Types {
-			best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
-		}
+		best := s.bestThroughput(j)
 		floor += j.Steps / best
 		if !j.active && j.done > 0 {
 			r.JCT = append(r.JCT, j.finish-j.Arrival)
@@ -352,6 +349,16 @@ func (s *RoundSim) result() RoundResult {
 		r.AvgJCTHours = sum / float64(len(r.JCT)) / 3600
 	}
 	return *r
+}
+
+// bestThroughput is a job's steps/s alone on its fastest type of the
+// cluster, consolidated: the rate of its zero-wait floor.
+func (s *RoundSim) bestThroughput(j *rjob) float64 {
+	best := 0.0
+	for _, g := range s.c.Types {
+		best = math.Max(best, s.c.Table.Throughput(j.Model, g, j.Scale, false))
+	}
+	return best
 }
 
 func (s *RoundSim) newEntry(a, b, scale int) entry {
