@@ -63,6 +63,8 @@ type kubePod struct {
 	uid  string
 	node string
 	job  JobJSON
+	// group is the pod's group (namespace/name, LabelPodGroup), or "".
+	group string
 	// reqErr says why the pod's requests do not convert to a job (it
 	// stays out of the model); err why it is not a running job of the
 	// model otherwise ("" when it is).
@@ -94,6 +96,8 @@ type kubeState struct {
 	rebuilds int
 
 	binder Binder
+	// gang is the extender's pod group plans (gang.go).
+	gang gangState
 
 	metOnce  sync.Once
 	events   *prometheus.CounterVec // object, event
@@ -290,6 +294,9 @@ func newKubePod(p *v1.Pod) *kubePod {
 		return nil
 	}
 	kp := &kubePod{uid: string(p.UID), node: p.Spec.NodeName}
+	if gr, _ := podGang(p); gr.Key != "" {
+		kp.group = gr.Key // a bad size annotation leaves the pod in its group all the same
+	}
 	js, err := kubePodJob(p)
 	kp.job = js
 	if err != nil {
@@ -349,6 +356,9 @@ func (s *Service) UpsertPod(p *v1.Pod) {
 		}
 		old, ok := k.pods[key]
 		if kp == nil {
+			if gr, _ := podGang(p); gr.Key != "" && (p.Status.Phase == v1.PodSucceeded || p.Status.Phase == v1.PodFailed || p.DeletionTimestamp != nil) {
+				s.gangForget(gr.Key, key) // ended before it ran: its place waits for another member
+			}
 			if ok && (old.uid == string(p.UID) || p.UID == "") {
 				delete(k.pods, key)
 				s.kubeUnplace(key)
@@ -373,6 +383,9 @@ func (s *Service) RemovePod(p *v1.Pod) {
 		k.events.WithLabelValues("pod", "delete").Inc()
 		s.kubeSyncModel()
 		k.tomb(string(p.UID))
+		if gr, _ := podGang(p); gr.Key != "" {
+			s.gangForget(gr.Key, key)
+		}
 		if old, ok := k.pods[key]; ok && (old.uid == string(p.UID) || p.UID == "") {
 			delete(k.pods, key)
 			s.kubeUnplace(key)
@@ -453,6 +466,9 @@ func (s *Service) kubePlace(key string) {
 	if !ok {
 		kp.err = "node " + kp.node + " is not a machine of the model"
 		return
+	}
+	if kp.group != "" {
+		s.gangTake(kp.group, key, kp.node) // its reservation makes room for it
 	}
 	j, err := m.job(&kp.job, "pod", m.live.Now())
 	if err == nil {

@@ -231,7 +231,11 @@ func (s *Service) FilterContext(ctx context.Context, args *extenderv1.ExtenderAr
 	var res extenderv1.ExtenderFilterResult
 	failed, unresolvable := extenderv1.FailedNodesMap{}, extenderv1.FailedNodesMap{}
 	pass := make([]bool, len(names))
-	unknown, err := s.filterNodes(ctx, names, js, pass, failed, unresolvable)
+	gr, err := podGang(args.Pod)
+	if err != nil {
+		return res, err
+	}
+	unknown, err := s.filterNodes(ctx, names, js, gr, podKey(args.Pod), pass, failed, unresolvable)
 	if err != nil {
 		return res, err
 	}
@@ -259,14 +263,19 @@ func (s *Service) FilterContext(ctx context.Context, args *extenderv1.ExtenderAr
 
 // filterNodes sets pass[k] for the nodes that take the pod and fills the
 // failure maps for the others, under the model's lock; it returns how
-// many nodes were unknown.
-func (s *Service) filterNodes(ctx context.Context, names []string, js *JobJSON, pass []bool, failed, unresolvable extenderv1.FailedNodesMap) (int, error) {
+// many nodes were unknown. A member of a pod group passes only its
+// planned node (gang.go).
+func (s *Service) filterNodes(ctx context.Context, names []string, js *JobJSON, gr podGroup, pod string, pass []bool, failed, unresolvable extenderv1.FailedNodesMap) (int, error) {
 	if err := s.mu.LockContext(ctx); err != nil {
 		return 0, err
 	}
 	defer s.mu.Unlock()
 	if s.model == nil {
 		return 0, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
+	}
+	s.gangSweep()
+	if gr.Key != "" {
+		return s.gangFilter(gr, pod, js, names, pass, failed, unresolvable)
 	}
 	j, err := s.model.job(js, "Pod", s.model.live.Now())
 	if err != nil {
@@ -322,7 +331,8 @@ func (s *Service) handleFilter(w http.ResponseWriter, r *http.Request) {
 // Prioritize answers kube-scheduler's prioritize call: the arm's scheduler
 // decides for the pod; its machine scores MaxExtenderPriority (10), the
 // other admitted nodes 1 to 9 by their Langevin energy (lower energy,
-// higher score), nodes that do not admit the pod and unknown nodes 0.
+// higher score), nodes that do not admit the pod and unknown nodes 0. A
+// member of a pod group scores its planned node 10 and every other 0.
 func (s *Service) Prioritize(args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.HostPriorityList, error) {
 	return s.PrioritizeContext(context.Background(), args, js)
 }
@@ -331,6 +341,13 @@ func (s *Service) Prioritize(args *extenderv1.ExtenderArgs, js *JobJSON) (extend
 func (s *Service) PrioritizeContext(ctx context.Context, args *extenderv1.ExtenderArgs, js *JobJSON) (extenderv1.HostPriorityList, error) {
 	names := nodeNames(args)
 	key := podKey(args.Pod)
+	gr, err := podGang(args.Pod)
+	if err != nil {
+		return nil, err
+	}
+	if gr.Key != "" {
+		return s.gangPrioritize(ctx, gr, key, js, names)
+	}
 	idx := make([]int, len(names))
 	var energies []float64
 	d, err := s.decide(ctx, key, js, "prioritize", func(d *decision) error {
@@ -395,4 +412,29 @@ func (s *Service) handlePrioritize(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, res)
+}
+
+// gangPrioritize scores a pod group member's planned node
+// MaxExtenderPriority and every other node MinExtenderPriority; all score
+// the minimum while the group does not fit.
+func (s *Service) gangPrioritize(ctx context.Context, gr podGroup, pod string, js *JobJSON, names []string) (extenderv1.HostPriorityList, error) {
+	if err := s.mu.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	defer s.mu.Unlock()
+	if s.model == nil {
+		return nil, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
+	}
+	node, err := s.gangNode(gr, pod, js, names)
+	if err != nil {
+		return nil, err
+	}
+	out := make(extenderv1.HostPriorityList, len(names))
+	for k, n := range names {
+		out[k] = extenderv1.HostPriority{Host: n, Score: extenderv1.MinExtenderPriority}
+		if n == node {
+			out[k].Score = extenderv1.MaxExtenderPriority
+		}
+	}
+	return out, nil
 }

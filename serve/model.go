@@ -325,6 +325,8 @@ func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
 	for i, key := range req.Stopped {
 		f := "stopped[" + strconv.Itoa(i) + "]"
 		switch {
+		case reservedKey(key):
+			return nil, fieldErr(f, "%q: keys starting %q are the extender's pod group reservations", key, gangResPrefix)
 		case !running(key):
 			return nil, fieldErr(f, "unknown job %q (not running)", key)
 		case stopped[key]:
@@ -341,6 +343,8 @@ func stateCheck(m *model, req *StateRequest) ([]env.MachineSpec, error) {
 			return nil, fieldErr(f+".key", "empty")
 		case len(sj.Key) > maxKeyLen:
 			return nil, fieldErr(f+".key", "%d bytes, at most %d", len(sj.Key), maxKeyLen)
+		case reservedKey(sj.Key):
+			return nil, fieldErr(f+".key", "%q: keys starting %q are the extender's pod group reservations", sj.Key, gangResPrefix)
 		case started[sj.Key]:
 			return nil, fieldErr(f+".key", "job %q listed twice", sj.Key)
 		case running(sj.Key) && !stopped[sj.Key]:
