@@ -478,12 +478,14 @@ func (s *Service) gangFilter(gr podGroup, pod string, js *JobJSON, names []strin
 		return 0, err
 	}
 	node := p.slots[k].node
+	why := "tegrl: pod group " + gr.Key + " places this pod on " + node
 	for i, n := range names {
+		_, known := s.model.machines[n]
 		switch {
 		case n == node:
 			pass[i] = true
-		case func() bool { _, ok := s.model.machines[n]; return ok }():
-			failed[n] = "tegrl: pod group " + gr.Key + " places this pod on " + node
+		case known:
+			failed[n] = why
 		default:
 			unresolvable[n] = reasonUnknownNode
 		}

@@ -362,3 +362,30 @@ func TestGangConcurrentProperty(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkGangPlan plans a group of 16 four-GPU pods over 1,000 GPU nodes
+// (the first member's filter: candidates, placement, reservations) and
+// releases it.
+func BenchmarkGangPlan(b *testing.B) {
+	s := newKubeService(b)
+	var nodes []*v1.Node
+	names := make([]string, 1000)
+	for k := range names {
+		names[k] = fmt.Sprintf("n%04d", k)
+		nodes = append(nodes, testNode(names[k], 64, 512, 8, map[string]string{LabelRack: "r" + strconv.Itoa(k/8), LabelGPUModel: "A100"}))
+	}
+	s.SyncCluster(nodes, nil)
+	pod := gangPod("ring", 16, 0, 4)
+	js, _ := podJob(pod)
+	args := &extenderv1.ExtenderArgs{Pod: pod, NodeNames: &names}
+	b.ReportAllocs()
+	for b.Loop() {
+		res, err := s.Filter(args, &js)
+		if err != nil || len(*res.NodeNames) != 1 {
+			b.Fatal(err, res.NodeNames)
+		}
+		s.mu.Lock()
+		s.gangRelease("team/ring", s.kube.gang.plans["team/ring"])
+		s.mu.Unlock()
+	}
+}
