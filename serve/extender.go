@@ -275,7 +275,7 @@ func (s *Service) filterNodes(ctx context.Context, names []string, js *JobJSON, 
 	}
 	s.gangSweep()
 	if gr.Key != "" {
-		return s.gangFilter(gr, pod, js, names, pass, failed, unresolvable)
+		return s.gangFilter(ctx, gr, pod, js, names, pass, failed, unresolvable)
 	}
 	j, err := s.model.job(js, "Pod", s.model.live.Now())
 	if err != nil {
@@ -312,7 +312,7 @@ func (s *Service) handleFilter(w http.ResponseWriter, r *http.Request) {
 	args, js, err := s.extenderArgs(w, r)
 	var res extenderv1.ExtenderFilterResult
 	if err == nil {
-		res, err = s.FilterContext(r.Context(), args, &js)
+		res, err = s.FilterContext(s.withReserveRole(r.Context(), r), args, &js)
 	}
 	if err != nil {
 		// kube-scheduler reads the reason only from a 200 answer's Error
@@ -394,7 +394,7 @@ func (s *Service) handlePrioritize(w http.ResponseWriter, r *http.Request) {
 	args, js, err := s.extenderArgs(w, r)
 	var res extenderv1.HostPriorityList
 	if err == nil {
-		res, err = s.PrioritizeContext(r.Context(), args, &js)
+		res, err = s.PrioritizeContext(s.withReserveRole(r.Context(), r), args, &js)
 	}
 	if err != nil {
 		// A HostPriorityList has no error field, and kube-scheduler drops
@@ -425,7 +425,7 @@ func (s *Service) gangPrioritize(ctx context.Context, gr podGroup, pod string, j
 	if s.model == nil {
 		return nil, &notReadyError{"no cluster yet: POST /v1/state with the machines"}
 	}
-	node, err := s.gangNode(gr, pod, js, names)
+	node, err := s.gangNode(ctx, gr, pod, js, names)
 	if err != nil {
 		return nil, err
 	}

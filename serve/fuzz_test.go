@@ -99,6 +99,9 @@ func FuzzExtenderArgs(f *testing.F) {
 		`{"Pod":{"metadata":{"name":"p","namespace":"ns","annotations":{"tegrl.io/gpu-milli":"500","tegrl.io/kind":"service","tegrl.io/service":"s","tegrl.io/duration-s":"60","tegrl.io/gpu-models":"T4,A100","tegrl.io/qos":"LS"}},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"500m","memory":"1Gi","nvidia.com/gpu":"1"}}}],"initContainers":[{"name":"i","resources":{"requests":{"cpu":"2"}}}]},"status":{"qosClass":"Guaranteed"}},"NodeNames":["m000001","m000002","x"]}`,
 		`{"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1Ei"}}}]}},"Nodes":{"items":[{"metadata":{"name":"m000003"}},{"metadata":{"name":"y"}}]}}`,
 		`{"Pod":{"metadata":{"name":"p"},"spec":{"containers":[{"name":"c","resources":{"requests":{"nvidia.com/gpu":"17"}}}]}},"NodeNames":[]}`,
+		`{"Pod":{"metadata":{"name":"g0","namespace":"ns","labels":{"scheduling.x-k8s.io/pod-group":"ring"},"annotations":{"tegrl.io/gang-size":"3"}},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"1","memory":"1Gi","nvidia.com/gpu":"1"}}}]}},"NodeNames":["m000001","m000002","m000003","x"]}`,
+		`{"Pod":{"metadata":{"name":"g1","labels":{"scheduling.x-k8s.io/pod-group":"big"},"annotations":{"tegrl.io/gang-size":"1024"}},"spec":{"containers":[{"name":"c","resources":{"requests":{"cpu":"64"}}}]}},"NodeNames":["m000001"]}`,
+		`{"Pod":{"metadata":{"name":"g2","labels":{"scheduling.x-k8s.io/pod-group":"bad"},"annotations":{"tegrl.io/gang-size":"0"}}},"NodeNames":["m000001"]}`,
 		`{"Pod":null}`, `{}`,
 	} {
 		f.Add([]byte(seed))

@@ -2,7 +2,9 @@ package serve
 
 import (
 	"cmp"
+	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,6 +59,8 @@ const (
 	gangResPrefix = "tegrl-gang-reservation:"
 	// gangPlacer is the placement of a group's members.
 	gangPlacer = "bestfit"
+	// maxGangPlans bounds the plans in flight.
+	maxGangPlans = 4096
 	// maxGangReplans bounds the placements tried for one plan when the
 	// safety layer refuses a reservation the free capacity allowed.
 	maxGangReplans = 8
@@ -214,7 +218,7 @@ func (s *Service) gangBound(group string) int {
 // gangSlotFor returns pod's slot in its group's plan, making the plan when
 // the group has none (s.mu held). An error says why the pod gets no slot;
 // with the plan infeasible it is a *gangUnfit.
-func (s *Service) gangSlotFor(gr podGroup, pod string, js *JobJSON, names []string) (*gangPlan, int, error) {
+func (s *Service) gangSlotFor(ctx context.Context, gr podGroup, pod string, js *JobJSON, names []string) (*gangPlan, int, error) {
 	s.gangSweep()
 	g := &s.kube.gang
 	p := g.plans[gr.Key]
@@ -225,7 +229,19 @@ func (s *Service) gangSlotFor(gr podGroup, pod string, js *JobJSON, names []stri
 		if !sameRequests(&p.job, js) {
 			return nil, -1, fieldErr("Pod", "its requests differ from the other pods of group %q (cpu %dm, memory %d MiB, %d GPUs): a group's pods must request the same", gr.Key, p.job.CPUMilli, p.job.MemMiB, p.job.GPUs)
 		}
-	} else {
+		for k := range p.slots {
+			if p.slots[k].pod == pod {
+				return p, k, nil
+			}
+		}
+	}
+	if ctx.Value(noReserveKey{}) != nil {
+		return nil, -1, &roleError{"a pod group's plan reserves capacity: planning or joining one needs the write role (kube-scheduler's client certificate has it)"}
+	}
+	if p == nil {
+		if len(g.plans) >= maxGangPlans {
+			return nil, -1, &conflictError{fmt.Sprintf("%d pod group plans in flight, the most tegrl keeps: try again when some are bound or expire", maxGangPlans)}
+		}
 		var err error
 		if p, err = s.gangPlan(gr, js, names); err != nil {
 			return nil, -1, err
@@ -465,8 +481,8 @@ func (s *Service) gangForget(group, pod string) {
 // gangFilter answers filter for a member: its slot's node passes, every
 // other node fails (resolvable: another slot's or no member's place), and
 // a group that does not fit fails every node (s.mu held).
-func (s *Service) gangFilter(gr podGroup, pod string, js *JobJSON, names []string, pass []bool, failed, unresolvable map[string]string) (int, error) {
-	p, k, err := s.gangSlotFor(gr, pod, js, names)
+func (s *Service) gangFilter(ctx context.Context, gr podGroup, pod string, js *JobJSON, names []string, pass []bool, failed, unresolvable map[string]string) (int, error) {
+	p, k, err := s.gangSlotFor(ctx, gr, pod, js, names)
 	var unfit *gangUnfit
 	switch {
 	case asGangUnfit(err, &unfit):
@@ -503,8 +519,8 @@ func asGangUnfit(err error, out **gangUnfit) bool {
 
 // gangNode is a member's planned node, for prioritize; "" when the group
 // does not fit (s.mu held).
-func (s *Service) gangNode(gr podGroup, pod string, js *JobJSON, names []string) (string, error) {
-	p, k, err := s.gangSlotFor(gr, pod, js, names)
+func (s *Service) gangNode(ctx context.Context, gr podGroup, pod string, js *JobJSON, names []string) (string, error) {
+	p, k, err := s.gangSlotFor(ctx, gr, pod, js, names)
 	if _, ok := err.(*gangUnfit); ok {
 		return "", nil
 	}
@@ -517,3 +533,21 @@ func (s *Service) gangNode(gr podGroup, pod string, js *JobJSON, names []string)
 // reservedKey reports whether a job key belongs to the pod group
 // reservations, which state updates may not name.
 func reservedKey(key string) bool { return strings.HasPrefix(key, gangResPrefix) }
+
+// noReserveKey marks a request's context whose caller lacks the write
+// role: it may read a member's place but not plan or join a group.
+type noReserveKey struct{}
+
+// withReserveRole marks ctx when r may not reserve capacity (s.allowed:
+// the write role, open or held).
+func (s *Service) withReserveRole(ctx context.Context, r *http.Request) context.Context {
+	if ok, _, _ := s.allowed(r, RoleWrite); !ok {
+		return context.WithValue(ctx, noReserveKey{}, true)
+	}
+	return ctx
+}
+
+// roleError is a refusal for want of a role.
+type roleError struct{ msg string }
+
+func (e *roleError) Error() string { return e.msg }

@@ -389,3 +389,40 @@ func BenchmarkGangPlan(b *testing.B) {
 		s.mu.Unlock()
 	}
 }
+
+// TestGangNeedsWriteRole: a plan reserves capacity, so a caller with only
+// the read role can neither plan a group nor join one (an anonymous
+// caller could otherwise hold the cluster), but may read the place of a
+// member already planned.
+func TestGangNeedsWriteRole(t *testing.T) {
+	s, err := New(Config{Seed: 1, ReadToken: "r", WriteToken: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SyncCluster([]*v1.Node{testNode("n1", 64, 512, 8, nil), testNode("n2", 64, 512, 8, nil)}, nil)
+	h := s.Handler()
+	names := []string{"n1", "n2"}
+	filter := func(tok string, k int) extenderv1.ExtenderFilterResult {
+		code, b := call(t, h, "POST", "/filter", extenderv1.ExtenderArgs{Pod: gangPod("ring", 2, k, 4), NodeNames: &names}, "Authorization", "Bearer "+tok)
+		if code != http.StatusOK {
+			t.Fatalf("filter: %d %s", code, b)
+		}
+		return decodeBody[extenderv1.ExtenderFilterResult](t, b)
+	}
+	if r := filter("r", 0); !strings.Contains(r.Error, "needs the write role") {
+		t.Fatalf("read role planned a group: %+v", r)
+	}
+	if f := freeGPUs(s, names); !slices.Equal(f, []int64{8000, 8000}) {
+		t.Errorf("free %v after a refused plan", f)
+	}
+	w := filter("w", 0)
+	if w.Error != "" || len(*w.NodeNames) != 1 {
+		t.Fatalf("write role: %+v", w)
+	}
+	if r := filter("r", 0); r.Error != "" || !slices.Equal(*r.NodeNames, *w.NodeNames) {
+		t.Errorf("read role reading member 0's place: %+v, want %v", r, *w.NodeNames)
+	}
+	if r := filter("r", 1); !strings.Contains(r.Error, "needs the write role") {
+		t.Errorf("read role joined a group: %+v", r)
+	}
+}
