@@ -69,6 +69,22 @@ func TestTrainRoundESErrors(t *testing.T) {
 	if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "--lr") {
 		t.Errorf("a PPO flag on --preset gavel: %v", err)
 	}
+	o.Set = nil
+	for _, c := range []struct {
+		preset, rates string
+		clairvoyant   bool
+		want          string
+	}{
+		{"gavel", "abc", false, "--rates: rates"},
+		{"gavel-single", "0", false, "--rates: rates"},
+		{"small", "2.0", false, "--rates: only the gavel presets"},
+		{"small", "", true, "--clairvoyant: only the gavel presets"},
+	} {
+		o.Preset, o.GavelRates, o.Clairvoyant = c.preset, c.rates, c.clairvoyant
+		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--preset %s --rates %q --clairvoyant=%v: %v, want %q", c.preset, c.rates, c.clairvoyant, err, c.want)
+		}
+	}
 }
 
 func TestCentredRanks(t *testing.T) {

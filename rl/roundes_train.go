@@ -61,7 +61,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	// rather than silently ignored.
 	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process and takes only --out, --seed, --init, --clairvoyant, --eval-seeds and --json", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process and takes only --out, --seed, --init, --rates, --clairvoyant, --eval-seeds and --json", name, o.Preset)
 		}
 	}
 	evalSpec := GavelEvalSeeds
@@ -80,6 +80,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		cfg = DefaultRoundESConfigSingle()
 	}
 	cfg.Seed, cfg.Clairvoyant = o.Seed, o.Clairvoyant
+	if o.GavelRates != "" {
+		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
+			return fmt.Errorf("--rates: %w", err)
+		}
+	}
 	if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)

@@ -59,6 +59,9 @@ type TrainOptions struct {
 	EvalRefs        string `flag:"eval-ref" default:"langevin,kube,bestfit,fgd" usage:"schedulers the policy is compared with"`
 	CheckpointEvery int    `flag:"checkpoint-every" usage:"write DIR/checkpoint every this many updates and at the end (0: never)"`
 	Init            string `flag:"init" usage:"start from this policy (a policy file or train output folder of the same shape), e.g. an offline one; the gavel presets: a scored policy .json"`
+	// GavelRates, when set, replaces the gavel presets' training arrival
+	// rates (report.ParseRates: "4.8,5.2" or "3.6-5.6:0.4").
+	GavelRates string `flag:"rates" usage:"--preset gavel or gavel-single: training arrival rates in jobs/h, a list or a range (default: the preset's)"`
 	// Clairvoyant is the gavel presets' clairvoyant scored policy.
 	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
@@ -179,6 +182,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.Clairvoyant {
 		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")
+	}
+	if o.GavelRates != "" {
+		return fmt.Errorf("--rates: only the gavel presets train at arrival rates (the other presets take --load)")
 	}
 	cfg, err := o.config()
 	if err != nil {
