@@ -20,6 +20,13 @@ import (
 // request), so policies that carry history from round to round (fifo's
 // types, langevin's leases and damping) see none, and the same request
 // always gets the same answer.
+//
+// The policy may also name a learned allocation policy the operator loaded
+// (allocpolicies.go: a scored policy file, tegrl serve --allocation-policy
+// NAME=FILE, or PUT /v1/allocation-policies/NAME). A learned policy reads
+// where each job ran last round (features same_type and running): the
+// client keeps that history and sends it as each job's prev_type, and the
+// answer names the version that served by its file's SHA-256.
 
 // Limits of an allocation request.
 const (
@@ -30,7 +37,9 @@ const (
 
 // AllocateRequest is the body of POST /v1/allocate.
 type AllocateRequest struct {
-	// Policy is a registered allocation policy.
+	// Policy is a built-in allocation policy (env.AllocationPolicyNames)
+	// or the name of a loaded learned allocation policy; never a file
+	// path.
 	Policy string `json:"policy"`
 	// Seed seeds the policy's randomness (the round mechanism's seed).
 	Seed uint64 `json:"seed"`
@@ -61,6 +70,10 @@ type AllocateJob struct {
 	StepsLeft    float64 `json:"steps_left"`
 	AttainedGPUS float64 `json:"attained_gpu_s"`
 	Priority     float64 `json:"priority"`
+	// PrevType is the GPU type the job ran on last round, one of the
+	// request's gpus types; empty: it did not run. Learned policies read
+	// it; built-in policies ignore it (the call is stateless for them).
+	PrevType string `json:"prev_type,omitempty"`
 }
 
 // AllocateShare is one job's share of time on one GPU type.
@@ -73,7 +86,10 @@ type AllocateShare struct {
 // AllocateResponse is the answer: the positive shares, jobs in request
 // order, types in request order.
 type AllocateResponse struct {
-	Policy     string          `json:"policy"`
+	Policy string `json:"policy"`
+	// SHA256 is the learned policy version that served (its file's
+	// SHA-256); empty for a built-in policy.
+	SHA256     string          `json:"sha256,omitempty"`
 	Allocation []AllocateShare `json:"allocation"`
 }
 
@@ -127,6 +143,8 @@ func (req *AllocateRequest) state(tab *env.ThroughputTable) (*env.RoundState, er
 			return nil, &fieldError{f("attained_gpu_s"), "must be finite and >= 0"}
 		case !finiteNonNeg(j.Priority):
 			return nil, &fieldError{f("priority"), "must be finite and >= 0"}
+		case j.PrevType != "" && !slices.Contains(st.Types, j.PrevType):
+			return nil, &fieldError{f("prev_type"), fmt.Sprintf("%q is not one of the request's gpus types", j.PrevType)}
 		}
 		seen[j.ID] = true
 		prio := j.Priority
@@ -149,17 +167,53 @@ func (req *AllocateRequest) state(tab *env.ThroughputTable) (*env.RoundState, er
 	return st, nil
 }
 
-// Allocate answers an allocation request. A policy that panics is an
-// internal error for this request; nothing is kept between requests.
-func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateResponse, err error) {
+// previous maps the job IDs of a validated request to the index in
+// st.Types of the type each ran on last round (prev_type).
+func (req *AllocateRequest) previous(st *env.RoundState) map[int]int {
+	prev := map[int]int{}
+	for _, j := range req.Jobs {
+		if j.PrevType != "" {
+			prev[j.ID] = slices.Index(st.Types, j.PrevType)
+		}
+	}
+	return prev
+}
+
+// Allocate answers an allocation request by a built-in policy. A policy
+// that panics is an internal error for this request; nothing is kept
+// between requests.
+func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (*AllocateResponse, error) {
+	return allocate(tab, req, nil)
+}
+
+// allocate answers req by the learned policy of its name in learned, or
+// else by a built-in policy.
+func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPolicies) (resp *AllocateResponse, err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			resp, err = nil, fmt.Errorf("policy %s failed on this request: %v", req.Policy, p)
 		}
 	}()
+	if lp := learned.get(req.Policy); lp != nil {
+		st, err := req.state(tab)
+		if err != nil {
+			return nil, err
+		}
+		x, err := allocateLearned(lp, st, req.previous(st))
+		if err != nil {
+			return nil, err
+		}
+		resp = shares(req.Policy, st, x)
+		resp.SHA256 = lp.sha256
+		return resp, nil
+	}
 	if !slices.Contains(env.AllocationPolicyNames(), req.Policy) {
 		// A path would make the service read files a client names.
-		return nil, &fieldError{"policy", fmt.Sprintf("%q: the API takes a built-in policy name (%s), not a file", req.Policy, strings.Join(env.AllocationPolicyNames(), ", "))}
+		names := env.AllocationPolicyNames()
+		if learned != nil {
+			names = append(slices.Clip(names), learned.names()...)
+		}
+		return nil, &fieldError{"policy", fmt.Sprintf("%q: the API takes a built-in or loaded policy name (%s), not a file", req.Policy, strings.Join(names, ", "))}
 	}
 	pol, err := env.AllocationPolicyByName(req.Policy)
 	if err != nil {
@@ -179,7 +233,14 @@ func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateRes
 			return nil, fmt.Errorf("policy %s: %w", req.Policy, err)
 		}
 	}
-	resp = &AllocateResponse{Policy: req.Policy, Allocation: []AllocateShare{}}
+	return shares(req.Policy, st, x), nil
+}
+
+// shares is the answer of policy's allocation x of st: its positive
+// shares.
+func shares(policy string, st *env.RoundState, x []float64) *AllocateResponse {
+	nt := len(st.Types)
+	resp := &AllocateResponse{Policy: policy, Allocation: []AllocateShare{}}
 	for i, j := range st.Jobs {
 		for t, name := range st.Types {
 			if v := x[i*nt+t]; v > 0 {
@@ -187,7 +248,7 @@ func Allocate(tab *env.ThroughputTable, req *AllocateRequest) (resp *AllocateRes
 			}
 		}
 	}
-	return resp, nil
+	return resp
 }
 
 func (s *Service) handleAllocate(w http.ResponseWriter, r *http.Request) {
@@ -201,7 +262,7 @@ func (s *Service) handleAllocate(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	resp, err := Allocate(tab, &req)
+	resp, err := allocate(tab, &req, s.alloc)
 	if err != nil {
 		writeError(w, err)
 		return

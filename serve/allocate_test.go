@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tegrl/tegrl/env"
 )
 
@@ -87,12 +88,24 @@ func TestAllocateHTTP(t *testing.T) {
 	}
 }
 
+// FuzzAllocate: every request is refused or answered with a valid
+// allocation, by the built-in policies and by a loaded learned policy
+// ("gavel", with prev_type).
 func FuzzAllocate(f *testing.F) {
 	b, _ := json.Marshal(allocReq())
 	f.Add(b)
+	lr := allocReq()
+	lr.Policy, lr.Jobs[0].PrevType, lr.Jobs[2].PrevType = "gavel", "k80", "v100"
+	b, _ = json.Marshal(lr)
+	f.Add(b)
+	f.Add([]byte(`{"policy":"gavel","time_s":9,"gpus":[{"type":"p100","count":2}],"jobs":[{"id":4,"model":"ResNet-18 (batch size 16)","scale":2,"steps_total":1,"steps_left":1,"prev_type":"v100"}]}`))
 	f.Add([]byte(`{"policy":"tiresias","gpus":[{"type":"k80","count":4}],"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":4,"steps_total":1,"steps_left":1}]}`))
 	f.Add([]byte(`{"policy":"max_min_fairness_perf","time_s":5,"gpus":[{"type":"v100","count":2},{"type":"k80","count":0}],"jobs":[]}`))
 	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		f.Fatal(err)
+	}
+	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json"}, prometheus.NewRegistry())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -104,9 +117,12 @@ func FuzzAllocate(f *testing.F) {
 		if len(req.Jobs) > 50 || req.Policy == "lookahead" {
 			return // keep the LP policies' runs short
 		}
-		resp, err := Allocate(tab, &req)
+		resp, err := allocate(tab, &req, learned)
 		if err != nil {
 			return
+		}
+		if (resp.SHA256 != "") != (req.Policy == "gavel") {
+			t.Fatalf("policy %s answered with version %q", req.Policy, resp.SHA256)
 		}
 		// Every answer is a valid allocation: shares in (0, 1], rows at
 		// most 1, whole gangs within each type's capacity.

@@ -94,6 +94,11 @@ type Config struct {
 	TrustKey ed25519.PublicKey
 	// Logger receives the service's log (default: discard).
 	Logger *slog.Logger
+	// AllocationPolicies are learned allocation policies (scored policy
+	// files) that POST /v1/allocate serves by name: name -> file path.
+	// New refuses a bad name, a built-in policy's name, an unreadable or
+	// invalid file and a clairvoyant policy.
+	AllocationPolicies map[string]string
 }
 
 // NATSConfig names the JetStream object store bucket the trainer
@@ -136,6 +141,8 @@ type Service struct {
 	rng       *rand.Rand
 	seq       uint64
 	wallStart time.Time
+	// alloc holds the learned allocation policies (allocpolicies.go).
+	alloc *allocPolicies
 	// kube is the cluster sync's record of a Kubernetes cluster and the
 	// bind verb's back end (clustersync.go, bind.go; guarded by mu).
 	kube kubeState
@@ -249,6 +256,9 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, met: newMetrics(), router: r, canary: cv, decided: newDecisionLog(cfg.DecisionLog, cfg.DecisionTTL),
 		mu: newCtxMutex(), rng: rand.New(rand.NewPCG(cfg.Seed, 0x73657276))}
 	s.tokens[RoleRead], s.tokens[RoleWrite], s.tokens[RoleAdmin] = digest(cfg.ReadToken), digest(cfg.WriteToken), digest(cfg.AdminToken)
+	if s.alloc, err = newAllocPolicies(cfg.AllocationPolicies, s.met.reg); err != nil {
+		return nil, fmt.Errorf("serve: %w", err)
+	}
 	for _, a := range r.arms {
 		a.decideTime = s.met.decideTime.WithLabelValues(a.cfg.Name)
 		if err := s.initArm(a); err != nil {
@@ -626,6 +636,8 @@ func (s *Service) routes() http.Handler {
 	mux.Handle("POST /bind", s.WithRole(RoleWrite, "bind", s.handleBind))
 	mux.Handle("GET /v1/cluster", s.WithRole(RoleRead, "cluster", s.handleCluster))
 	mux.Handle("POST /v1/allocate", s.WithRole(RoleRead, "allocate", s.handleAllocate))
+	mux.Handle("GET /v1/allocation-policies", s.withAdminRead("allocation_policies", s.handleAllocationPolicies))
+	mux.Handle("PUT /v1/allocation-policies/{name}", s.WithRole(RoleAdmin, "allocation_policy_load", s.handleAllocationPolicyPut))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")

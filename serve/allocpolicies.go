@@ -1,0 +1,365 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tegrl/tegrl/env"
+)
+
+// Learned allocation policies: scored policy files (env.ScoredPolicy) an
+// operator loads at start (Config.AllocationPolicies) or an admin puts
+// (PUT /v1/allocation-policies/{name}), served by POST /v1/allocate under
+// their name. The service keeps only the validated weights: every request
+// builds a fresh env.ScoredPolicy from them, with the previous round's
+// types the request carries (AllocateJob.PrevType), so requests share no
+// mutable state. A new version replaces the map of policies as a whole
+// (copy on write behind an atomic pointer): a request sees one version or
+// the other, never a mix.
+
+// maxAllocPolicyBytes caps a learned allocation policy file: a few dozen
+// weights and a training record.
+const maxAllocPolicyBytes = 1 << 20
+
+// allocPolicyName is the form of a learned allocation policy's name.
+var allocPolicyName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
+
+// Refusal reasons of a learned allocation policy (the reason label of
+// tegrl_serve_allocation_policy_loads_total).
+const (
+	reasonAllocName        = "name"        // not a valid or free name
+	reasonAllocParse       = "parse"       // not a scored policy file of this build, or a weight not finite
+	reasonAllocClairvoyant = "clairvoyant" // reads the jobs' remaining steps
+	reasonAllocSmoke       = "smoke"       // the canary allocation failed
+	reasonAllocRead        = "read"        // the file could not be read
+)
+
+// learnedPolicy is one validated version of a learned allocation policy.
+type learnedPolicy struct {
+	name     string
+	weights  []float64 // never written after validation
+	sha256   string
+	source   string // "file:PATH" or "admin"
+	loadedAt time.Time
+}
+
+// policy is a fresh scored policy of these weights: nothing is shared
+// with other requests.
+func (lp *learnedPolicy) policy() *env.ScoredPolicy {
+	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights)}
+}
+
+// allocPolicies is the registry of learned allocation policies.
+type allocPolicies struct {
+	cur   atomic.Pointer[map[string]*learnedPolicy]
+	mu    sync.Mutex // serializes the writers' copy and swap
+	loads *prometheus.CounterVec
+}
+
+// newAllocPolicies loads and validates the operator's policies (name ->
+// file path) and registers the load counter on reg.
+func newAllocPolicies(files map[string]string, reg *prometheus.Registry) (*allocPolicies, error) {
+	ap := &allocPolicies{loads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tegrl_serve_allocation_policy_loads_total",
+		Help: "Learned allocation policy versions offered, by source (file, admin), result (accepted, refused) and reason of a refusal (name, parse, clairvoyant, smoke, read, size)."},
+		[]string{"source", "result", "reason"})}
+	reg.MustRegister(ap.loads)
+	m := map[string]*learnedPolicy{}
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	sort.Strings(names) // the first bad one in name order is the one reported
+	for _, name := range names {
+		path := files[name]
+		lp, err := ap.loadFile(name, path)
+		if err != nil {
+			return nil, fmt.Errorf("allocation policy %s=%s: %w", name, path, err)
+		}
+		m[name] = lp
+	}
+	ap.cur.Store(&m)
+	return ap, nil
+}
+
+func (ap *allocPolicies) loadFile(name, path string) (*learnedPolicy, error) {
+	if err := checkAllocPolicyName(name); err != nil {
+		ap.loads.WithLabelValues("file", "refused", reasonAllocName).Inc()
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		ap.loads.WithLabelValues("file", "refused", reasonAllocRead).Inc()
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxAllocPolicyBytes+1))
+	if err != nil {
+		ap.loads.WithLabelValues("file", "refused", reasonAllocRead).Inc()
+		return nil, err
+	}
+	if len(b) > maxAllocPolicyBytes {
+		ap.loads.WithLabelValues("file", "refused", reasonSize).Inc()
+		return nil, fmt.Errorf("larger than %d bytes", maxAllocPolicyBytes)
+	}
+	lp, rf := validateLearned(name, "file:"+path, b)
+	if rf != nil {
+		ap.loads.WithLabelValues("file", "refused", rf.reason).Inc()
+		return nil, rf
+	}
+	ap.loads.WithLabelValues("file", "accepted", "").Inc()
+	return lp, nil
+}
+
+// checkAllocPolicyName tells why name cannot name a learned allocation
+// policy: its form, or a built-in policy's name (which it would shadow).
+func checkAllocPolicyName(name string) error {
+	switch {
+	case !allocPolicyName.MatchString(name):
+		return fmt.Errorf("name %q: want %s", name, allocPolicyName)
+	case slices.Contains(env.AllocationPolicyNames(), name):
+		return fmt.Errorf("name %q is a built-in allocation policy", name)
+	case env.IsPolicyFile(name):
+		return fmt.Errorf("name %q reads as a policy file path (ends in .json)", name)
+	}
+	return nil
+}
+
+// validateLearned checks a policy file as every version must pass before
+// it serves: a scored policy file of this build's features with finite
+// weights, not clairvoyant (it reads the jobs' remaining steps: a bound,
+// not a deployable policy), whose allocation of the canary round is
+// valid.
+func validateLearned(name, source string, data []byte) (*learnedPolicy, *refusal) {
+	p, err := env.ParseScoredPolicy(data)
+	if err != nil {
+		return nil, &refusal{reasonAllocParse, err}
+	}
+	if p.Clairvoyant {
+		return nil, &refusal{reasonAllocClairvoyant, errors.New("clairvoyant policy (it reads the jobs' remaining steps): a bound to measure against, not a deployable policy")}
+	}
+	lp := &learnedPolicy{name: name, weights: slices.Clone(p.Weights), source: source, loadedAt: time.Now().UTC()}
+	sum := sha256.Sum256(data)
+	lp.sha256 = hex.EncodeToString(sum[:])
+	if err := smokeLearned(lp); err != nil {
+		return nil, &refusal{reasonAllocSmoke, err}
+	}
+	return lp, nil
+}
+
+// canaryAllocRequest is the round every learned policy version allocates
+// before it serves: the three Gavel GPU types, fewer GPUs than the jobs
+// ask, gangs of 1 to 4 and jobs that ran last round.
+func canaryAllocRequest() *AllocateRequest {
+	req := &AllocateRequest{TimeS: 7200, GPUs: []AllocateGPU{{"v100", 4}, {"p100", 2}, {"k80", 2}}}
+	models := []string{"ResNet-18 (batch size 16)", "Transformer (batch size 16)", "ResNet-50 (batch size 16)", "LM (batch size 5)"}
+	prev := []string{"v100", "", "k80", "p100", ""}
+	for i := range 10 {
+		scale := 1 << (i % 3)
+		req.Jobs = append(req.Jobs, AllocateJob{ID: i, Model: models[i%len(models)], Scale: scale, ArrivalS: float64(600 * i),
+			StepsTotal: 1000, StepsLeft: 500, AttainedGPUS: float64(300 * i), PrevType: prev[i%len(prev)]})
+	}
+	return req
+}
+
+// smokeLearned allocates the canary round with lp and checks the answer.
+func smokeLearned(lp *learnedPolicy) error {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		return err
+	}
+	req := canaryAllocRequest()
+	st, err := req.state(tab)
+	if err != nil {
+		return fmt.Errorf("canary round: %w", err)
+	}
+	x, err := allocateLearned(lp, st, req.previous(st))
+	if err != nil {
+		return err
+	}
+	return checkAllocation(st, x)
+}
+
+// allocateLearned runs a fresh scored policy of lp on st with the
+// previous round's types; a panic is an error of this call.
+func allocateLearned(lp *learnedPolicy, st *env.RoundState, prev map[int]int) (x []float64, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			x, err = nil, fmt.Errorf("policy %s failed: %v", lp.name, p)
+		}
+	}()
+	pol := lp.policy()
+	pol.SetPrevious(prev)
+	x = make([]float64, len(st.Jobs)*len(st.Types))
+	if len(st.Jobs) > 0 {
+		if err := pol.Allocate(st, x); err != nil {
+			return nil, fmt.Errorf("policy %s: %w", lp.name, err)
+		}
+	}
+	return x, nil
+}
+
+// checkAllocation tells whether x is a valid allocation of st: shares in
+// [0, 1], each job's at most 1 in all, whole gangs within each type's
+// capacity.
+func checkAllocation(st *env.RoundState, x []float64) error {
+	nt := len(st.Types)
+	if len(x) != len(st.Jobs)*nt {
+		return fmt.Errorf("allocation of %d shares for %d jobs and %d types", len(x), len(st.Jobs), nt)
+	}
+	use := make([]float64, nt)
+	for i, j := range st.Jobs {
+		row := 0.0
+		for t := range nt {
+			v := x[i*nt+t]
+			if !(v >= 0 && v <= 1) {
+				return fmt.Errorf("job %d: share %v on %s", j.ID, v, st.Types[t])
+			}
+			row += v
+			use[t] += v * float64(j.Scale)
+		}
+		if row > 1+1e-9 {
+			return fmt.Errorf("job %d: %v of the time", j.ID, row)
+		}
+	}
+	for t, u := range use {
+		if u > float64(st.Capacity[t])+1e-9 {
+			return fmt.Errorf("type %s: %v GPUs used of %d", st.Types[t], u, st.Capacity[t])
+		}
+	}
+	return nil
+}
+
+// get returns the serving version of name, or nil.
+func (ap *allocPolicies) get(name string) *learnedPolicy {
+	if ap == nil {
+		return nil
+	}
+	return (*ap.cur.Load())[name]
+}
+
+// names lists the loaded names, sorted.
+func (ap *allocPolicies) names() []string {
+	m := *ap.cur.Load()
+	out := make([]string, 0, len(m))
+	for name := range m {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// put validates data as a new version of name and swaps it in; on any
+// refusal the serving version is unchanged. It returns the new version
+// and the one it replaced (nil for a new name).
+func (ap *allocPolicies) put(name, source string, data []byte) (lp, old *learnedPolicy, err error) {
+	if err := checkAllocPolicyName(name); err != nil {
+		ap.loads.WithLabelValues(source, "refused", reasonAllocName).Inc()
+		return nil, nil, &fieldError{"name", err.Error()}
+	}
+	lp, rf := validateLearned(name, source, data)
+	if rf != nil {
+		ap.loads.WithLabelValues(source, "refused", rf.reason).Inc()
+		return nil, nil, rf
+	}
+	ap.mu.Lock()
+	defer ap.mu.Unlock()
+	cur := *ap.cur.Load()
+	next := make(map[string]*learnedPolicy, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	old = cur[name]
+	next[name] = lp
+	ap.cur.Store(&next)
+	ap.loads.WithLabelValues(source, "accepted", "").Inc()
+	return lp, old, nil
+}
+
+// AllocationPolicy describes a learned allocation policy version, in GET
+// and PUT /v1/allocation-policies.
+type AllocationPolicy struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+	// Source is "file:PATH" (loaded at start) or "admin" (PUT).
+	Source   string    `json:"source"`
+	Features []string  `json:"features"`
+	Weights  []float64 `json:"weights"`
+	LoadedAt time.Time `json:"loaded_at"`
+	// Replaced is the SHA-256 of the version a PUT replaced, if any.
+	Replaced string `json:"replaced_sha256,omitempty"`
+}
+
+// AllocationPoliciesResponse is the body of GET /v1/allocation-policies.
+type AllocationPoliciesResponse struct {
+	Policies []AllocationPolicy `json:"policies"`
+}
+
+func (lp *learnedPolicy) describe() AllocationPolicy {
+	return AllocationPolicy{Name: lp.name, SHA256: lp.sha256, Source: lp.source, Features: env.ScoredFeatureNames(false),
+		Weights: slices.Clone(lp.weights), LoadedAt: lp.loadedAt}
+}
+
+// AllocationPolicies lists the learned allocation policies, by name.
+func (s *Service) AllocationPolicies() AllocationPoliciesResponse {
+	out := AllocationPoliciesResponse{Policies: []AllocationPolicy{}}
+	m := *s.alloc.cur.Load()
+	for _, name := range s.alloc.names() {
+		if lp := m[name]; lp != nil {
+			out.Policies = append(out.Policies, lp.describe())
+		}
+	}
+	return out
+}
+
+func (s *Service) handleAllocationPolicies(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.AllocationPolicies())
+}
+
+// handleAllocationPolicyPut takes a scored policy file as the body (admin
+// role) and serves it as the new version of the path's name once it
+// passes validation: 400 for a bad name, 413 for a body over 1 MiB, 422
+// with the reason for a refused file.
+func (s *Service) handleAllocationPolicyPut(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAllocPolicyBytes))
+	if err != nil {
+		if isTimeout(err) {
+			err = &bodyTimeoutError{}
+		}
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			s.alloc.loads.WithLabelValues("admin", "refused", reasonSize).Inc()
+		}
+		writeError(w, err)
+		return
+	}
+	lp, old, err := s.alloc.put(name, "admin", payload)
+	if err != nil {
+		var rf *refusal
+		if errors.As(err, &rf) {
+			s.log.Warn("allocation policy refused", "name", name, "reason", rf.reason, "err", rf.err)
+			writeJSON(w, http.StatusUnprocessableEntity, apiError{Error: fmt.Sprintf("allocation policy %s: %v", name, err), Reason: rf.reason})
+			return
+		}
+		writeError(w, err)
+		return
+	}
+	s.log.Info("allocation policy loaded", "name", name, "sha256", lp.sha256, "source", lp.source)
+	d := lp.describe()
+	if old != nil {
+		d.Replaced = old.sha256
+	}
+	writeJSON(w, http.StatusOK, d)
+}

@@ -1,0 +1,356 @@
+package serve
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/tegrl/tegrl/env"
+)
+
+// gavelMulti is the committed learned policy of the multi-GPU Gavel mix.
+const gavelMulti = "../docs/policies/gavel-multi.json"
+
+// writePolicy writes weights as a scored policy file and returns its path
+// and SHA-256.
+func writePolicy(t testing.TB, dir, name string, w []float64) (string, string) {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := env.WriteScoredPolicy(path, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	return path, fileSHA(t, path)
+}
+
+func fileSHA(t testing.TB, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// stickyWeights score bias 1, log_rel_thr 1 and same_type 5: a job keeps
+// the type it ran on even when another is faster.
+func stickyWeights() []float64 {
+	w := make([]float64, env.NumScoredFeatures)
+	w[0], w[4], w[5] = 1, 1, 5
+	return w
+}
+
+// allocCall posts req to h with the read token and decodes the answer.
+func allocCall(t testing.TB, h http.Handler, req AllocateRequest) AllocateResponse {
+	t.Helper()
+	code, b := call(t, h, "POST", "/v1/allocate", req, "Authorization", "Bearer r")
+	if code != http.StatusOK {
+		t.Fatalf("allocate: %d %s", code, b)
+	}
+	return decodeBody[AllocateResponse](t, b)
+}
+
+// TestAllocLearnedMatchesEnv: the API's answer by a learned policy is
+// exactly env.ScoredPolicy's on the same round with the same previous
+// types, and names the file's SHA-256.
+func TestAllocLearnedMatchesEnv(t *testing.T) {
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", AllocationPolicies: map[string]string{"gavel": gavelMulti}})
+	req := allocReq()
+	req.Policy = "gavel"
+	req.GPUs = []AllocateGPU{{"v100", 2}, {"p100", 1}, {"k80", 1}}
+	req.Jobs = append(req.Jobs, AllocateJob{ID: 7, Model: "ResNet-50 (batch size 16)", Scale: 2, ArrivalS: 3, StepsTotal: 10, StepsLeft: 10, AttainedGPUS: 90})
+	req.Jobs[0].PrevType, req.Jobs[1].PrevType, req.Jobs[3].PrevType = "k80", "v100", "v100"
+	resp := allocCall(t, s.Handler(), req)
+
+	b, err := os.ReadFile(gavelMulti)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := env.ParseScoredPolicy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := req.state(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.SetPrevious(map[int]int{0: 2, 1: 0, 7: 0}) // types in request order: v100 0, p100 1, k80 2
+	x := make([]float64, len(st.Jobs)*len(st.Types))
+	if err := pol.Allocate(st, x); err != nil {
+		t.Fatal(err)
+	}
+	var want []AllocateShare
+	for i, j := range st.Jobs {
+		for k, name := range st.Types {
+			if x[i*len(st.Types)+k] > 0 {
+				want = append(want, AllocateShare{j.ID, name, x[i*len(st.Types)+k]})
+			}
+		}
+	}
+	if len(want) == 0 || !slices.Equal(resp.Allocation, want) {
+		t.Fatalf("API %v, env %v", resp.Allocation, want)
+	}
+	if sha := fileSHA(t, gavelMulti); resp.SHA256 != sha || resp.Policy != "gavel" {
+		t.Fatalf("answer by %s %s, want gavel %s", resp.Policy, resp.SHA256, sha)
+	}
+	// Built-in policies name no version and ignore prev_type.
+	req.Policy = "fifo_perf"
+	bi := allocCall(t, s.Handler(), req)
+	for i := range req.Jobs {
+		req.Jobs[i].PrevType = ""
+	}
+	if again := allocCall(t, s.Handler(), req); bi.SHA256 != "" || !slices.Equal(bi.Allocation, again.Allocation) {
+		t.Fatalf("built-in: sha %q, %v against %v without prev_type", bi.SHA256, bi.Allocation, again.Allocation)
+	}
+}
+
+// stickyReq is one ResNet-18 job with a free V100 and a free K80.
+func stickyReq(policy, prev string) AllocateRequest {
+	return AllocateRequest{Policy: policy, TimeS: 100, GPUs: []AllocateGPU{{"v100", 1}, {"k80", 1}},
+		Jobs: []AllocateJob{{ID: 3, Model: "ResNet-18 (batch size 16)", Scale: 1, StepsTotal: 100, StepsLeft: 100, PrevType: prev}}}
+}
+
+// TestAllocLearnedPrevType: with a large same_type weight a job that ran
+// on the K80 stays there; without history it takes its fastest type, the
+// V100. An unknown prev_type is a 400 naming the field.
+func TestAllocLearnedPrevType(t *testing.T) {
+	path, _ := writePolicy(t, t.TempDir(), "sticky.json", stickyWeights())
+	s := newTestService(t, Config{ReadToken: "r", AllocationPolicies: map[string]string{"sticky": path}})
+	h := s.Handler()
+	if got := allocCall(t, h, stickyReq("sticky", "")).Allocation; !slices.Equal(got, []AllocateShare{{3, "v100", 1}}) {
+		t.Fatalf("no history: %v", got)
+	}
+	if got := allocCall(t, h, stickyReq("sticky", "k80")).Allocation; !slices.Equal(got, []AllocateShare{{3, "k80", 1}}) {
+		t.Fatalf("ran on k80: %v", got)
+	}
+	for _, pol := range []string{"sticky", "fifo_perf"} {
+		code, b := call(t, h, "POST", "/v1/allocate", stickyReq(pol, "p100"), "Authorization", "Bearer r")
+		if code != http.StatusBadRequest || !strings.Contains(string(b), "jobs[0].prev_type") {
+			t.Fatalf("%s: prev_type p100 not in the request: %d %s", pol, code, b)
+		}
+	}
+}
+
+// TestAllocPolicyPutRefusals: every bad version is refused with 4xx and
+// the old version keeps serving the exact same answer.
+func TestAllocPolicyPutRefusals(t *testing.T) {
+	dir := t.TempDir()
+	path, sha := writePolicy(t, dir, "sticky.json", stickyWeights())
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", AllocationPolicies: map[string]string{"sticky": path}})
+	h := s.Handler()
+	before := allocCall(t, h, stickyReq("sticky", "k80"))
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clair, err := os.ReadFile("../docs/policies/gavel-multi-clairvoyant.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := map[string]string{
+		"json":        `{"kind":`,
+		"nan":         strings.Replace(string(good), "1,", "NaN,", 1),
+		"inf":         strings.Replace(string(good), "1,", "1e999,", 1),
+		"features":    strings.Replace(string(good), `"same_type"`, `"other"`, 1),
+		"kind":        strings.Replace(string(good), env.ScoredPolicyKind, "x", 1),
+		"clairvoyant": string(clair),
+		"large":       strings.Repeat(" ", maxAllocPolicyBytes+1),
+	}
+	for what, body := range bad {
+		code, b := call(t, h, "PUT", "/v1/allocation-policies/sticky", body, "Authorization", "Bearer a")
+		if code < 400 || code >= 500 {
+			t.Errorf("%s: %d %s", what, code, b)
+		}
+		if what == "clairvoyant" && !strings.Contains(string(b), "clairvoyant") {
+			t.Errorf("clairvoyant: %s", b)
+		}
+	}
+	for _, name := range []string{"fifo", "Bad", "a.json", strings.Repeat("x", 64)} {
+		if code, b := call(t, h, "PUT", "/v1/allocation-policies/"+name, good, "Authorization", "Bearer a"); code != http.StatusBadRequest {
+			t.Errorf("name %s: %d %s", name, code, b)
+		}
+	}
+	after := allocCall(t, h, stickyReq("sticky", "k80"))
+	if after.SHA256 != sha || !slices.Equal(after.Allocation, before.Allocation) {
+		t.Fatalf("after refusals %+v, before %+v", after, before)
+	}
+	list := s.AllocationPolicies().Policies
+	if len(list) != 1 || list[0].SHA256 != sha || list[0].Source != "file:"+path {
+		t.Fatalf("list %+v", list)
+	}
+}
+
+// TestAllocPolicyPutAuth: PUT needs the admin token; without one
+// configured the endpoint is disabled. GET follows GET /v1/policies.
+func TestAllocPolicyPutAuth(t *testing.T) {
+	path, _ := writePolicy(t, t.TempDir(), "sticky.json", stickyWeights())
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newTestService(t, Config{ReadToken: "r", WriteToken: "w", AdminToken: "a"})
+	h := s.Handler()
+	for _, hdr := range [][]string{nil, {"Authorization", "Bearer r"}, {"Authorization", "Bearer w"}, {"Authorization", "Bearer x"}} {
+		if code, b := call(t, h, "PUT", "/v1/allocation-policies/sticky", good, hdr...); code != http.StatusUnauthorized {
+			t.Errorf("PUT with %v: %d %s", hdr, code, b)
+		}
+		if code, _ := call(t, h, "GET", "/v1/allocation-policies", nil, hdr...); code != http.StatusUnauthorized {
+			t.Errorf("GET with %v: %d", hdr, code)
+		}
+	}
+	code, b := call(t, h, "PUT", "/v1/allocation-policies/sticky", good, "Authorization", "Bearer a")
+	if code != http.StatusOK {
+		t.Fatalf("admin PUT: %d %s", code, b)
+	}
+	if p := decodeBody[AllocationPolicy](t, b); p.Name != "sticky" || p.Source != "admin" || p.SHA256 != fileSHA(t, path) || p.Replaced != "" {
+		t.Fatalf("PUT answer %+v", p)
+	}
+	code, b = call(t, h, "GET", "/v1/allocation-policies", nil, "Authorization", "Bearer a")
+	if l := decodeBody[AllocationPoliciesResponse](t, b); code != http.StatusOK || len(l.Policies) != 1 || !slices.Equal(l.Policies[0].Features, env.ScoredFeatures) {
+		t.Fatalf("GET: %d %s", code, b)
+	}
+	open := newTestService(t, Config{}).Handler()
+	if code, b := call(t, open, "PUT", "/v1/allocation-policies/sticky", good); code != http.StatusForbidden {
+		t.Fatalf("no admin token: %d %s", code, b)
+	}
+	if code, b := call(t, open, "GET", "/v1/allocation-policies", nil); code != http.StatusOK || string(b) != "{\"policies\":[]}\n" {
+		t.Fatalf("open GET: %d %q", code, b)
+	}
+}
+
+// TestAllocPolicyNewRefuses: New names the policy and the file it refuses.
+func TestAllocPolicyNewRefuses(t *testing.T) {
+	dir := t.TempDir()
+	good, _ := writePolicy(t, dir, "good.json", stickyWeights())
+	junk := filepath.Join(dir, "junk.json")
+	if err := os.WriteFile(junk, []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"fifo":        good,
+		"Upper":       good,
+		"x.json":      good,
+		"junk":        junk,
+		"missing":     filepath.Join(dir, "missing.json"),
+		"clairvoyant": "../docs/policies/gavel-multi-clairvoyant.json",
+	} {
+		_, err := New(Config{Seed: 1, AllocationPolicies: map[string]string{name: path, "ok": good}})
+		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%s=%s", name, path)) {
+			t.Errorf("%s=%s: %v", name, path, err)
+		}
+	}
+	s, err := New(Config{Seed: 1, AllocationPolicies: map[string]string{"multi": gavelMulti, "single": "../docs/policies/gavel-single.json"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.alloc.names(); !slices.Equal(got, []string{"multi", "single"}) {
+		t.Fatalf("loaded %v", got)
+	}
+}
+
+// TestAllocPolicySwapRace: allocations while PUT swaps two versions back
+// and forth each get exactly one version's answer, with its SHA-256
+// (run with -race).
+func TestAllocPolicySwapRace(t *testing.T) {
+	dir := t.TempDir()
+	pathA, shaA := writePolicy(t, dir, "a.json", stickyWeights())
+	wb := stickyWeights()
+	wb[5] = -5 // leaves the type it ran on
+	pathB, shaB := writePolicy(t, dir, "b.json", wb)
+	var bodies [2][]byte
+	for i, p := range []string{pathA, pathB} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bodies[i] = b
+	}
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", AllocationPolicies: map[string]string{"p": pathA}})
+	h := s.Handler()
+	req := stickyReq("p", "k80")
+	want := map[string][]AllocateShare{shaA: {{3, "k80", 1}}, shaB: {{3, "v100", 1}}}
+	stop := make(chan struct{})
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if code, b := call(t, h, "PUT", "/v1/allocation-policies/p", bodies[i%2], "Authorization", "Bearer a"); code != http.StatusOK {
+				t.Errorf("PUT: %d %s", code, b)
+				return
+			}
+		}
+	}()
+	var mu sync.Mutex
+	seen := map[string]int{}
+	var readers sync.WaitGroup
+	for range 4 {
+		readers.Go(func() {
+			for range 300 {
+				code, b := call(t, h, "POST", "/v1/allocate", req, "Authorization", "Bearer r")
+				if code != http.StatusOK {
+					t.Errorf("allocate: %d %s", code, b)
+					return
+				}
+				resp := decodeBody[AllocateResponse](t, b)
+				if w, ok := want[resp.SHA256]; !ok || !slices.Equal(resp.Allocation, w) {
+					t.Errorf("answer %+v is neither version's", resp)
+					return
+				}
+				mu.Lock()
+				seen[resp.SHA256]++
+				mu.Unlock()
+			}
+		})
+	}
+	readers.Wait()
+	close(stop)
+	<-writer
+	t.Logf("answers by version: %v", seen)
+}
+
+// TestAllocPolicyMetrics: loads and refusals are counted.
+func TestAllocPolicyMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	path, _ := writePolicy(t, t.TempDir(), "sticky.json", stickyWeights())
+	ap, err := newAllocPolicies(map[string]string{"sticky": path}, reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ap.put("sticky", "admin", []byte("{")); err == nil {
+		t.Fatal("bad body accepted")
+	}
+	mf, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range mf {
+		for _, m := range f.GetMetric() {
+			var k []string
+			for _, l := range m.GetLabel() {
+				k = append(k, l.GetValue())
+			}
+			got[strings.Join(k, "/")] = m.GetCounter().GetValue()
+		}
+	}
+	if got["parse/refused/admin"] != 1 || got["/accepted/file"] != 1 {
+		t.Fatalf("counters %v", got)
+	}
+}
