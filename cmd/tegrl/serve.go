@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -42,6 +43,34 @@ func addServeFlags(fl *pflag.FlagSet, f *serve.Options) {
 	fl.StringVar(&f.Cluster, "cluster", "synthetic", "initial "+env.ClusterSpecHelp+"; or none (defined by the first POST /v1/state)")
 	fl.Float64Var(&f.Tick, "tick", env.DefaultSimConfig.Tick, "seconds per model tick")
 	fl.StringVar(&f.Clock, "clock", serve.ClockRequest, "model time: request (state updates carry time_s) or wall (one tick every --tick seconds)")
+	fl.Var(&allocPolicyFlag{m: &f.AllocationPolicies}, "allocation-policy",
+		"serve the learned allocation policy FILE (a scored policy JSON file) as NAME through POST /v1/allocate (repeatable)")
+}
+
+// allocPolicyFlag collects --allocation-policy NAME=FILE values; serve.New
+// checks the names and the files.
+type allocPolicyFlag struct {
+	m    *map[string]string
+	vals []string
+}
+
+func (f *allocPolicyFlag) String() string { return strings.Join(f.vals, ",") }
+func (f *allocPolicyFlag) Type() string   { return "NAME=FILE" }
+
+func (f *allocPolicyFlag) Set(v string) error {
+	name, path, ok := strings.Cut(v, "=")
+	if !ok || name == "" || path == "" {
+		return fmt.Errorf("%q: want NAME=FILE", v)
+	}
+	if _, dup := (*f.m)[name]; dup {
+		return fmt.Errorf("%q: %s given twice", v, name)
+	}
+	if *f.m == nil {
+		*f.m = map[string]string{}
+	}
+	(*f.m)[name] = path
+	f.vals = append(f.vals, v)
+	return nil
 }
 
 // addKubeFlags declares the flags of `tegrl serve` that connect it to a

@@ -108,10 +108,75 @@ func TestServeFlags(t *testing.T) {
 		{[]string{"--read-token-file", "/nonexistent/token"}, "--read-token-file"},
 		{[]string{"--kubeconfig", "x.kubeconfig", "--kube-qps", "0"}, "--kube-qps"},
 		{[]string{"--kubeconfig", "x.kubeconfig", "--kube-burst", "0"}, "--kube-burst"},
+		{[]string{"--allocation-policy", "gavel"}, "--allocation-policy"},
+		{[]string{"--allocation-policy", "=docs/policies/gavel-multi.json"}, "--allocation-policy"},
+		{[]string{"--allocation-policy", "g=../../docs/policies/gavel-multi.json", "--allocation-policy", "g=../../docs/policies/gavel-single.json"}, "--allocation-policy"},
+		{[]string{"--allocation-policy", "fifo=../../docs/policies/gavel-multi.json"}, "fifo=../../docs/policies/gavel-multi.json"},
+		{[]string{"--allocation-policy", "oracle=../../docs/policies/gavel-multi-clairvoyant.json"}, "clairvoyant"},
 	} {
 		_, _, err := run(t, append([]string{"serve", "--listen", "127.0.0.1:0", "--machines", "20", "--log-level", "warn"}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("serve %v: %v, want an error with %q", tc.args, err, tc.want)
 		}
+	}
+}
+
+// TestServeAllocationPolicy: --allocation-policy serves a learned policy
+// through POST /v1/allocate and GET /v1/allocation-policies lists it.
+func TestServeAllocationPolicy(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errb lockedBuffer
+	done := make(chan error, 1)
+	go func() {
+		done <- execute(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--cluster", "none", "--log-level", "warn",
+			"--allocation-policy", "gavel=../../docs/policies/gavel-multi.json"}, &out, &errb)
+	}()
+	var url string
+	for deadline := time.Now().Add(20 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve exited: %v\nstderr: %s", err, errb.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no URL printed; stderr: %s", errb.String())
+		}
+		if s := out.String(); strings.HasSuffix(s, "\n") {
+			url = strings.TrimSpace(s)
+		}
+	}
+	r, err := http.Post(url+"/v1/allocate", "application/json", strings.NewReader(`{"policy":"gavel","time_s":3600,
+		"gpus":[{"type":"v100","count":1},{"type":"k80","count":1}],
+		"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":1,"steps_total":1000,"steps_left":800,"attained_gpu_s":600,"prev_type":"k80"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body.Close()
+	var resp struct {
+		SHA256     string `json:"sha256"`
+		Allocation []any  `json:"allocation"`
+	}
+	if err := json.Unmarshal(b, &resp); r.StatusCode != http.StatusOK || err != nil || len(resp.SHA256) != 64 || len(resp.Allocation) != 1 {
+		t.Fatalf("allocate: %d %s", r.StatusCode, b)
+	}
+	r, err = http.Get(url + "/v1/allocation-policies")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(r.Body)
+	r.Body.Close()
+	if r.StatusCode != http.StatusOK || !strings.Contains(string(b), `"name":"gavel"`) || !strings.Contains(string(b), resp.SHA256) {
+		t.Fatalf("allocation-policies: %d %s", r.StatusCode, b)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("serve after cancel: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("serve did not stop")
 	}
 }
