@@ -105,7 +105,7 @@ func FuzzAllocate(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json"}, prometheus.NewRegistry())
+	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json"}, nil, prometheus.NewRegistry())
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -64,15 +65,17 @@ func (lp *learnedPolicy) policy() *env.ScoredPolicy {
 // allocPolicies is the registry of learned allocation policies.
 type allocPolicies struct {
 	cur   atomic.Pointer[map[string]*learnedPolicy]
-	mu    sync.Mutex // serializes the writers' copy and swap
+	mu    sync.Mutex        // serializes the writers' copy and swap
+	trust ed25519.PublicKey // Config.TrustKey: every version must be signed by it
 	loads *prometheus.CounterVec
 }
 
 // newAllocPolicies loads and validates the operator's policies (name ->
-// file path) and registers the load counter on reg.
-func newAllocPolicies(files map[string]string, reg *prometheus.Registry) (*allocPolicies, error) {
-	ap := &allocPolicies{loads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tegrl_serve_allocation_policy_loads_total",
-		Help: "Learned allocation policy versions offered, by source (file, admin), result (accepted, refused) and reason of a refusal (name, parse, clairvoyant, smoke, read, size)."},
+// file path), each signed by trust when it is set (the sidecar PATH.sig),
+// and registers the load counter on reg.
+func newAllocPolicies(files map[string]string, trust ed25519.PublicKey, reg *prometheus.Registry) (*allocPolicies, error) {
+	ap := &allocPolicies{trust: trust, loads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tegrl_serve_allocation_policy_loads_total",
+		Help: "Learned allocation policy versions offered, by source (file, admin), result (accepted, refused) and reason of a refusal (name, parse, clairvoyant, smoke, read, size, signature)."},
 		[]string{"source", "result", "reason"})}
 	reg.MustRegister(ap.loads)
 	m := map[string]*learnedPolicy{}
@@ -112,6 +115,10 @@ func (ap *allocPolicies) loadFile(name, path string) (*learnedPolicy, error) {
 	if len(b) > maxAllocPolicyBytes {
 		ap.loads.WithLabelValues("file", "refused", reasonSize).Inc()
 		return nil, fmt.Errorf("larger than %d bytes", maxAllocPolicyBytes)
+	}
+	if err := checkTrust(ap.trust, candidate{name: path, source: "file", payload: b}, nil, 0); err != nil {
+		ap.loads.WithLabelValues("file", "refused", reasonSignature).Inc()
+		return nil, err
 	}
 	lp, rf := validateLearned(name, "file:"+path, b)
 	if rf != nil {
@@ -261,12 +268,17 @@ func (ap *allocPolicies) names() []string {
 }
 
 // put validates data as a new version of name and swaps it in; on any
-// refusal the serving version is unchanged. It returns the new version
-// and the one it replaced (nil for a new name).
-func (ap *allocPolicies) put(name, source string, data []byte) (lp, old *learnedPolicy, err error) {
+// refusal the serving version is unchanged. sidecar is the signature
+// that came with it (checked when the registry trusts a key). It returns
+// the new version and the one it replaced (nil for a new name).
+func (ap *allocPolicies) put(name, source string, data, sidecar []byte) (lp, old *learnedPolicy, err error) {
 	if err := checkAllocPolicyName(name); err != nil {
 		ap.loads.WithLabelValues(source, "refused", reasonAllocName).Inc()
 		return nil, nil, &fieldError{"name", err.Error()}
+	}
+	if err := checkTrust(ap.trust, candidate{name: name, source: source, payload: data}, sidecar, 0); err != nil {
+		ap.loads.WithLabelValues(source, "refused", reasonSignature).Inc()
+		return nil, nil, err
 	}
 	lp, rf := validateLearned(name, source, data)
 	if rf != nil {
@@ -330,7 +342,9 @@ func (s *Service) handleAllocationPolicies(w http.ResponseWriter, _ *http.Reques
 // handleAllocationPolicyPut takes a scored policy file as the body (admin
 // role) and serves it as the new version of the path's name once it
 // passes validation: 400 for a bad name, 413 for a body over 1 MiB, 422
-// with the reason for a refused file.
+// with the reason for a refused file. With a trusted key the header
+// X-Tegrl-Signature carries the file's signature sidecar line, as for
+// POST /v1/policies.
 func (s *Service) handleAllocationPolicyPut(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	payload, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxAllocPolicyBytes))
@@ -345,7 +359,11 @@ func (s *Service) handleAllocationPolicyPut(w http.ResponseWriter, r *http.Reque
 		writeError(w, err)
 		return
 	}
-	lp, old, err := s.alloc.put(name, "admin", payload)
+	var sidecar []byte
+	if sig := r.Header.Get("X-Tegrl-Signature"); sig != "" {
+		sidecar = []byte(sig)
+	}
+	lp, old, err := s.alloc.put(name, "admin", payload, sidecar)
 	if err != nil {
 		var rf *refusal
 		if errors.As(err, &rf) {

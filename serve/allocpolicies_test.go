@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/rl/transport"
 )
 
 // gavelMulti is the committed learned policy of the multi-GPU Gavel mix.
@@ -329,11 +331,11 @@ func TestAllocPolicySwapRace(t *testing.T) {
 func TestAllocPolicyMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	path, _ := writePolicy(t, t.TempDir(), "sticky.json", stickyWeights())
-	ap, err := newAllocPolicies(map[string]string{"sticky": path}, reg)
+	ap, err := newAllocPolicies(map[string]string{"sticky": path}, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := ap.put("sticky", "admin", []byte("{")); err == nil {
+	if _, _, err := ap.put("sticky", "admin", []byte("{"), nil); err == nil {
 		t.Fatal("bad body accepted")
 	}
 	mf, err := reg.Gather()
@@ -352,5 +354,33 @@ func TestAllocPolicyMetrics(t *testing.T) {
 	}
 	if got["parse/refused/admin"] != 1 || got["/accepted/file"] != 1 {
 		t.Fatalf("counters %v", got)
+	}
+}
+
+// TestAllocPolicyTrust: with a trusted key, a learned allocation policy
+// needs its signature: the sidecar PATH.sig at start, the header
+// X-Tegrl-Signature on PUT.
+func TestAllocPolicyTrust(t *testing.T) {
+	key := transport.SigningKeyFromSeed(1)
+	pub := key.Public().(ed25519.PublicKey)
+	path, _ := writePolicy(t, t.TempDir(), "sticky.json", stickyWeights())
+	body, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Seed: 1, TrustKey: pub, AllocationPolicies: map[string]string{"sticky": path}}); err == nil || !strings.Contains(err.Error(), "sticky="+path) {
+		t.Fatalf("unsigned file: %v", err)
+	}
+	sig := transport.SignPolicy(key, body)
+	if err := os.WriteFile(path+transport.PolicySigSuffix, sig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", TrustKey: pub, AllocationPolicies: map[string]string{"sticky": path}})
+	h := s.Handler()
+	if code, b := call(t, h, "PUT", "/v1/allocation-policies/other", body, "Authorization", "Bearer a"); code != http.StatusUnprocessableEntity || !strings.Contains(string(b), `"reason":"signature"`) {
+		t.Fatalf("unsigned PUT: %d %s", code, b)
+	}
+	if code, b := call(t, h, "PUT", "/v1/allocation-policies/other", body, "Authorization", "Bearer a", "X-Tegrl-Signature", strings.TrimSpace(string(sig))); code != http.StatusOK {
+		t.Fatalf("signed PUT: %d %s", code, b)
 	}
 }

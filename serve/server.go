@@ -97,7 +97,8 @@ type Config struct {
 	// AllocationPolicies are learned allocation policies (scored policy
 	// files) that POST /v1/allocate serves by name: name -> file path.
 	// New refuses a bad name, a built-in policy's name, an unreadable or
-	// invalid file and a clairvoyant policy.
+	// invalid file and a clairvoyant policy; with TrustKey, one without
+	// its signature sidecar (PATH.sig).
 	AllocationPolicies map[string]string
 }
 
@@ -256,7 +257,7 @@ func New(cfg Config) (*Service, error) {
 	s := &Service{cfg: cfg, log: log, met: newMetrics(), router: r, canary: cv, decided: newDecisionLog(cfg.DecisionLog, cfg.DecisionTTL),
 		mu: newCtxMutex(), rng: rand.New(rand.NewPCG(cfg.Seed, 0x73657276))}
 	s.tokens[RoleRead], s.tokens[RoleWrite], s.tokens[RoleAdmin] = digest(cfg.ReadToken), digest(cfg.WriteToken), digest(cfg.AdminToken)
-	if s.alloc, err = newAllocPolicies(cfg.AllocationPolicies, s.met.reg); err != nil {
+	if s.alloc, err = newAllocPolicies(cfg.AllocationPolicies, cfg.TrustKey, s.met.reg); err != nil {
 		return nil, fmt.Errorf("serve: %w", err)
 	}
 	for _, a := range r.arms {
