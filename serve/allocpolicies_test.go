@@ -172,7 +172,7 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 	}
 	for what, body := range bad {
 		code, b := call(t, h, "PUT", "/v1/allocation-policies/sticky", body, "Authorization", "Bearer a")
-		if code < 400 || code >= 500 {
+		if want := http.StatusUnprocessableEntity; code != want && (what != "large" || code != http.StatusRequestEntityTooLarge) {
 			t.Errorf("%s: %d %s", what, code, b)
 		}
 		if what == "clairvoyant" && !strings.Contains(string(b), "clairvoyant") {
@@ -191,6 +191,15 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 	list := s.AllocationPolicies().Policies
 	if len(list) != 1 || list[0].SHA256 != sha || list[0].Source != "file:"+path {
 		t.Fatalf("list %+v", list)
+	}
+	// A good version then replaces it and says which one it replaced.
+	single, err := os.ReadFile("../docs/policies/gavel-single.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, b := call(t, h, "PUT", "/v1/allocation-policies/sticky", single, "Authorization", "Bearer a")
+	if p := decodeBody[AllocationPolicy](t, b); code != http.StatusOK || p.Replaced != sha || p.SHA256 != fileSHA(t, "../docs/policies/gavel-single.json") {
+		t.Fatalf("good PUT: %d %s", code, b)
 	}
 }
 
