@@ -37,7 +37,7 @@ type ScoredPolicy struct {
 	pairs []scoredPair
 	free  []int
 	done  []bool
-	feat  []float64
+	feat  ScoredFeatureSet
 }
 
 type scoredPair struct {
@@ -111,53 +111,15 @@ func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
 	if p.prev == nil {
 		p.prev, p.next = map[int]int{}, map[int]int{}
 	}
-	gpus, demand := 0, 0
-	for _, c := range s.Capacity {
-		gpus += c
-	}
-	for _, j := range s.Jobs {
-		demand += j.Scale
-	}
-	load := math.Log1p(float64(demand) / math.Max(1, float64(gpus)))
+	p.feat.Compute(s, p.prev, p.Clairvoyant)
 	p.pairs = p.pairs[:0]
-	p.feat = slices.Grow(p.feat[:0], nf)[:nf]
-	f := p.feat
-	for i, j := range s.Jobs {
-		row := s.Throughput[i*nt : (i+1)*nt]
-		best, sum, n := 0.0, 0.0, 0
-		for _, v := range row {
-			if v > 0 {
-				best, sum, n = math.Max(best, v), sum+v, n+1
-			}
+	for r, q := range p.feat.Pairs {
+		sc := 0.0
+		for k, w := range p.Weights {
+			sc += w * p.feat.X[r*nf+k]
 		}
-		if best == 0 {
-			continue
-		}
-		ageH := math.Max(0, s.Time-j.Arrival) / 3600
-		served := 0.0
-		if ageH > 0 {
-			served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
-		}
-		prevT, running := p.prev[j.ID]
-		f[0], f[1], f[2], f[3] = 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale))
-		f[6], f[7], f[8] = float64(b2f(running)), math.Log(best*float64(n)/sum), served
-		for t, v := range row {
-			if v <= 0 || j.Scale > s.Capacity[t] {
-				continue
-			}
-			f[4] = math.Log(v / best)
-			f[5] = float64(b2f(running && prevT == t))
-			f[9] = f[4] * load
-			if p.Clairvoyant {
-				f[10] = math.Log1p(j.StepsLeft / v / 3600)
-			}
-			sc := 0.0
-			for k, w := range p.Weights {
-				sc += w * f[k]
-			}
-			if sc > 0 {
-				p.pairs = append(p.pairs, scoredPair{score: sc, job: i, typ: t})
-			}
+		if sc > 0 {
+			p.pairs = append(p.pairs, scoredPair{score: sc, job: q.Job, typ: q.Type})
 		}
 	}
 	// Best score first; ties by job then type keep the order deterministic.

@@ -59,10 +59,13 @@ type GavelTrainSummary struct {
 func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	// The PPO preset's flags mean nothing here: given, they are an error
 	// rather than silently ignored.
-	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
+	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline-ref", "offline-epochs", "awr-lambda", "awr-beta", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process and takes only --out, --seed, --init, --rates, --clairvoyant, --eval-seeds and --json", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process (or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --clairvoyant, --eval-seeds and --json", name, o.Preset)
 		}
+	}
+	if o.Offline != "" {
+		return o.runGavelOffline(ctx, w)
 	}
 	evalSpec := GavelEvalSeeds
 	if o.Set != nil && o.Set("eval-seeds") {
