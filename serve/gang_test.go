@@ -426,3 +426,57 @@ func TestGangNeedsWriteRole(t *testing.T) {
 		t.Errorf("read role joined a group: %+v", r)
 	}
 }
+
+// TestGangFollowsAllocation is a gang's path through the service: the
+// learned allocation policy (POST /v1/allocate) chooses each job's GPU
+// type for the round, the job's pod group asks for that type
+// (tegrl.io/gpu-models), and the extender places the whole group on
+// nodes of that type, four one-GPU pods on one four-GPU node, each job's
+// group on a node of its own.
+func TestGangFollowsAllocation(t *testing.T) {
+	s, err := New(Config{Seed: 1, AllocationPolicies: map[string]string{"gavel": gavelMulti}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]string{}
+	var nodes []*v1.Node
+	for _, n := range []struct{ name, gpu, rack string }{{"v1", "v100", "r1"}, {"v2", "v100", "r1"}, {"k1", "k80", "r2"}, {"k2", "k80", "r2"}} {
+		nodes = append(nodes, testNode(n.name, 32, 256, 4, map[string]string{LabelGPUModel: n.gpu, LabelRack: n.rack}))
+		model[n.name] = n.gpu
+	}
+	s.SyncCluster(nodes, nil)
+	h := s.Handler()
+	code, b := call(t, h, "POST", "/v1/allocate", AllocateRequest{Policy: "gavel", TimeS: 3600,
+		GPUs: []AllocateGPU{{"v100", 8}, {"k80", 8}},
+		Jobs: []AllocateJob{
+			{ID: 0, Model: "ResNet-18 (batch size 16)", Scale: 4, ArrivalS: 0, StepsTotal: 1e6, StepsLeft: 1e6},
+			{ID: 1, Model: "Transformer (batch size 16)", Scale: 4, ArrivalS: 60, StepsTotal: 1e6, StepsLeft: 1e6},
+		}})
+	if code != http.StatusOK {
+		t.Fatalf("allocate: %d %s", code, b)
+	}
+	resp := decodeBody[AllocateResponse](t, b)
+	if len(resp.Allocation) != 2 || resp.SHA256 == "" {
+		t.Fatalf("allocation %+v: want both jobs placed by the learned policy", resp)
+	}
+	names := []string{"v1", "v2", "k1", "k2"}
+	used := map[string]bool{}
+	for _, a := range resp.Allocation {
+		group := "job" + strconv.Itoa(a.Job)
+		var got []string
+		for k := range 4 {
+			p := gangPod(group, 4, k, 1)
+			p.Annotations[annGPUModels] = a.Type
+			pass, res := gangFilterPass(t, s, p, names)
+			if len(pass) != 1 {
+				t.Fatalf("%s member %d: pass %v, failed %v", group, k, pass, res.FailedNodes)
+			}
+			got = append(got, pass[0])
+		}
+		if model[got[0]] != a.Type || len(slices.Compact(slices.Clone(got))) != 1 || used[got[0]] {
+			t.Errorf("job %d allocated %s: members on %v (one free %s node wanted)", a.Job, a.Type, got, a.Type)
+		}
+		used[got[0]] = true
+		t.Logf("job %d: %s, members on %v", a.Job, a.Type, got)
+	}
+}
