@@ -18,13 +18,16 @@ type Role int
 
 // The roles.
 const (
-	// RoleRead asks for decisions: /v1/decide, /filter, /prioritize,
-	// GET /v1/ab, GET /v1/policies.
+	// RoleRead asks for decisions: /v1/decide, /v1/allocate, /filter,
+	// /prioritize, GET /v1/cluster (and the admin views while the admin
+	// role has no token).
 	RoleRead Role = iota
-	// RoleWrite changes the model: /v1/state, /v1/outcome and the
-	// extender's bind.
+	// RoleWrite changes the model: /v1/state, /v1/outcome, the
+	// extender's bind, and the pod group plans that filter and
+	// prioritize reserve.
 	RoleWrite
-	// RoleAdmin replaces policies: POST /v1/policies.
+	// RoleAdmin replaces policies: POST /v1/policies and PUT
+	// /v1/allocation-policies/{name}.
 	RoleAdmin
 )
 

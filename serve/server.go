@@ -51,8 +51,9 @@ type Config struct {
 	// bind); empty leaves the role open. It also grants the read role.
 	WriteToken string
 	// AdminToken is the bearer token of the admin role (POST
-	// /v1/policies, and GET /v1/policies and /v1/ab when set); empty
-	// disables the policy upload. It grants every role.
+	// /v1/policies, PUT /v1/allocation-policies/{name}, and the GET views
+	// of both and /v1/ab when set); empty disables the policy uploads. It
+	// grants every role.
 	AdminToken string
 	// TLS, when set, serves HTTPS with it (see LoadTLS).
 	TLS *tls.Config
