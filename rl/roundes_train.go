@@ -121,6 +121,12 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
+	return o.finishGavel(w, sum, fmt.Sprintf("%s\ntraining fitness (average JCT / %s's, rates %v, seeds %v): %.4f\n", pol, cfg.Baseline, cfg.Rates, cfg.Seeds, res.Fitness), seeds, sum.Eval)
+}
+
+// finishGavel writes a gavel preset's summary to DIR/summary.json and
+// prints it (--json), or the header and the held-out evaluation.
+func (o TrainOptions) finishGavel(w io.Writer, sum any, header string, seeds []uint64, eval []GavelEvalRow) error {
 	b, err := json.MarshalIndent(sum, "", "  ")
 	if err != nil {
 		return err
@@ -132,8 +138,8 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		_, err = w.Write(append(b, '\n'))
 		return err
 	}
-	fmt.Fprintf(w, "%s\ntraining fitness (average JCT / %s's, rates %v, seeds %v): %.4f\n", pol, cfg.Baseline, cfg.Rates, cfg.Seeds, res.Fitness)
-	return WriteGavelEval(w, seeds, sum.Eval)
+	fmt.Fprint(w, header)
+	return WriteGavelEval(w, seeds, eval)
 }
 
 // EvalGavel runs the learned weights and GavelBaselines on the training

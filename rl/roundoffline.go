@@ -2,7 +2,6 @@ package rl
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -706,17 +705,5 @@ func (o TrainOptions) runGavelOffline(ctx context.Context, w io.Writer) error {
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(sum, "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(o.Out, "summary.json"), append(b, '\n'), 0o644); err != nil {
-		return err
-	}
-	if o.JSON {
-		_, err = w.Write(append(b, '\n'))
-		return err
-	}
-	fmt.Fprintf(w, "%s\noffline %s on %d pairs from %d recordings: label accuracy %.4f, log-loss %.4f\n", pol, method, res.Pairs, len(res.Recordings), res.Accuracy, res.Loss)
-	return WriteGavelEval(w, seeds, sum.Eval)
+	return o.finishGavel(w, sum, fmt.Sprintf("%s\noffline %s on %d pairs from %d recordings: label accuracy %.4f, log-loss %.4f\n", pol, method, res.Pairs, len(res.Recordings), res.Accuracy, res.Loss), seeds, sum.Eval)
 }
