@@ -54,13 +54,22 @@ type learnedPolicy struct {
 	sha256   string
 	source   string // "file:PATH" or "admin"
 	loadedAt time.Time
+	// idle holds scored policies of these weights between requests, so
+	// that a request reuses grown buffers; one request holds one at a
+	// time, and SetPrevious replaces all the history it kept.
+	idle sync.Pool
 }
 
-// policy is a fresh scored policy of these weights: nothing is shared
-// with other requests.
+// policy is a scored policy of these weights that no other request holds;
+// release gives it back.
 func (lp *learnedPolicy) policy() *env.ScoredPolicy {
+	if p, ok := lp.idle.Get().(*env.ScoredPolicy); ok {
+		return p
+	}
 	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights)}
 }
+
+func (lp *learnedPolicy) release(p *env.ScoredPolicy) { lp.idle.Put(p) }
 
 // allocPolicies is the registry of learned allocation policies.
 type allocPolicies struct {
@@ -211,9 +220,11 @@ func allocateLearned(lp *learnedPolicy, st *env.RoundState, prev map[int]int) (x
 	x = make([]float64, len(st.Jobs)*len(st.Types))
 	if len(st.Jobs) > 0 {
 		if err := pol.Allocate(st, x); err != nil {
+			lp.release(pol)
 			return nil, fmt.Errorf("policy %s: %w", lp.name, err)
 		}
 	}
+	lp.release(pol) // not reached after a panic: that policy is dropped
 	return x, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -391,5 +392,42 @@ func TestAllocPolicyTrust(t *testing.T) {
 	}
 	if code, b := call(t, h, "PUT", "/v1/allocation-policies/other", body, "Authorization", "Bearer a", "X-Tegrl-Signature", strings.TrimSpace(string(sig))); code != http.StatusOK {
 		t.Fatalf("signed PUT: %d %s", code, b)
+	}
+}
+
+// BenchmarkAllocate answers one allocation request of 400 active gangs of
+// 1-8 GPUs on Gavel's 36:36:36 cluster (validation, the round state, the
+// policy, the answer) by the learned policy and by fifo_perf.
+func BenchmarkAllocate(b *testing.B) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	learned, err := newAllocPolicies(map[string]string{"gavel": gavelMulti}, nil, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	req := AllocateRequest{TimeS: 1e6, GPUs: []AllocateGPU{{"v100", 36}, {"p100", 36}, {"k80", 36}}}
+	types := []string{"", "v100", "p100", "k80"}
+	for len(req.Jobs) < 400 {
+		m, scale := rng.IntN(len(tab.Models)), 1<<rng.IntN(4)
+		if !tab.HasScale(m, scale) {
+			continue
+		}
+		req.Jobs = append(req.Jobs, AllocateJob{ID: len(req.Jobs), Model: tab.Models[m], Scale: scale, ArrivalS: rng.Float64() * 1e6,
+			StepsTotal: 1e6, StepsLeft: 5e5, AttainedGPUS: rng.Float64() * 3600, PrevType: types[rng.IntN(4)]})
+	}
+	for _, pol := range []string{"gavel", "fifo_perf"} {
+		b.Run(pol, func(b *testing.B) {
+			r := req
+			r.Policy = pol
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := allocate(tab, &r, learned); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
