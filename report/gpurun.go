@@ -60,6 +60,9 @@ type GPURunConfig struct {
 	// and Params its parameters (a TunablePolicy's), set in order.
 	Policy string
 	Params []env.PolicyParam
+	// New, when set, makes the policy in place of Policy's registered one
+	// (Policy then only names it in the metrics): a candidate in training.
+	New func() env.AllocationPolicy
 	// Seed draws the jobs (the same as Gavel's simulator with that seed)
 	// and seeds the mechanism and seeded policies.
 	Seed uint64
@@ -125,8 +128,10 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 	case cfg.Rate == 0 && !(cfg.Load > 0 && cfg.Load < 100):
 		return GPUMetrics{}, fmt.Errorf("scenario %s: give a rate (jobs/h) or an offered GPU load in (0, 100), got load %v", cfg.Scenario, cfg.Load)
 	}
-	pol, err := env.NewAllocationPolicy(cfg.Policy, cfg.Params)
-	if err != nil {
+	var pol env.AllocationPolicy
+	if cfg.New != nil {
+		pol = cfg.New()
+	} else if pol, err = env.NewAllocationPolicy(cfg.Policy, cfg.Params); err != nil {
 		return GPUMetrics{}, err
 	}
 	tab, philly, err := gpuTables()

@@ -81,6 +81,23 @@ func TestRunGPUReplayIdentical(t *testing.T) {
 	}
 }
 
+// TestRunGPUNew: a policy made by New runs exactly as the registered one
+// of the same name.
+func TestRunGPUNew(t *testing.T) {
+	cfg := GPURunConfig{Scenario: "openb/16-multi", Load: 0.8, Policy: "tiresias", Seed: 2, MeasureJobs: 100, WarmupHours: 50}
+	want := gpuJSON(t, cfg)
+	cfg.New = func() env.AllocationPolicy {
+		p, err := env.AllocationPolicyByName("tiresias")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	if got := gpuJSON(t, cfg); !bytes.Equal(got, want) {
+		t.Fatalf("New:\n%s\nregistered:\n%s", got, want)
+	}
+}
+
 func TestRunGPUErrors(t *testing.T) {
 	for _, c := range []GPURunConfig{
 		{Scenario: "gavel-single", Policy: "fifo"},            // no rate or load

@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
@@ -30,6 +32,10 @@ type RoundESConfig struct {
 	// Baseline's on the same rate and seed (1: as good as the baseline).
 	Rates []float64
 	Seeds []uint64
+	// Scenarios are more training runs on other GPU clusters (node-list
+	// clusters at an offered load), scored like the protocol's runs:
+	// relative to Baseline on the same cluster, load and seed.
+	Scenarios []RoundESScenario
 	// Baseline is the registered policy each run's JCT is relative to.
 	Baseline string
 	// Iterations of ES; each evaluates 2·Pairs candidates (antithetic
@@ -54,6 +60,51 @@ type RoundESConfig struct {
 	Seed uint64
 	// Workers runs at once (0: GOMAXPROCS); the result does not depend on it.
 	Workers int
+}
+
+// RoundESScenario is one training run on a GPU scenario other than
+// Gavel's protocol (report.RunGPU).
+type RoundESScenario struct {
+	// Scenario is CLUSTER-WORKLOAD (report.ParseGPUScenario), e.g.
+	// "openb/16-multi".
+	Scenario string `json:"scenario"`
+	// Load is the offered GPU load.
+	Load float64 `json:"load"`
+	// Seed draws the run's jobs.
+	Seed uint64 `json:"seed"`
+}
+
+// ParseRoundESScenarios parses CLUSTER-WORKLOAD@LOAD[:SEED] entries,
+// comma-separated; an entry without a seed runs once per seed of seeds.
+func ParseRoundESScenarios(spec string, seeds []uint64) ([]RoundESScenario, error) {
+	var out []RoundESScenario
+	for _, e := range strings.Split(spec, ",") {
+		e = strings.TrimSpace(e)
+		name, rest, ok := strings.Cut(e, "@")
+		if !ok {
+			return nil, fmt.Errorf("%q is not CLUSTER-WORKLOAD@LOAD[:SEED]", e)
+		}
+		if _, err := report.ParseGPUScenario(name); err != nil {
+			return nil, err
+		}
+		ls, ss, hasSeed := strings.Cut(rest, ":")
+		load, err := strconv.ParseFloat(ls, 64)
+		if err != nil || !(load > 0 && load < 100) {
+			return nil, fmt.Errorf("%q: load %q is not in (0, 100)", e, ls)
+		}
+		run := seeds
+		if hasSeed {
+			s, err := strconv.ParseUint(ss, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%q: seed %q is not a non-negative integer", e, ss)
+			}
+			run = []uint64{s}
+		}
+		for _, s := range run {
+			out = append(out, RoundESScenario{Scenario: name, Load: load, Seed: s})
+		}
+	}
+	return out, nil
 }
 
 // DefaultRoundESConfig is the gavel-multi training: rates 2.0, 2.4 and
@@ -116,17 +167,17 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 	if err != nil {
 		return RoundESResult{}, err
 	}
-	runs := len(cfg.Rates) * len(cfg.Seeds)
+	runs := len(cfg.Rates)*len(cfg.Seeds) + len(cfg.Scenarios)
 	base := make([]float64, runs)
 	if err := report.ForEach(ctx, runs, cfg.Workers, func(k int) error {
-		r, err := cfg.run(k, nil).Run(tab)
+		avg, saturated, err := cfg.runAt(tab, k, nil)
 		if err != nil {
 			return err
 		}
-		if r.Saturated {
-			return fmt.Errorf("round ES: baseline %s stops at the bound at %.2f jobs/h seed %d: choose lower rates", cfg.Baseline, cfg.Rates[k/len(cfg.Seeds)], cfg.Seeds[k%len(cfg.Seeds)])
+		if saturated {
+			return fmt.Errorf("round ES: baseline %s stops at the bound on %s: choose lower rates or loads", cfg.Baseline, cfg.runName(k))
 		}
-		base[k] = r.AvgJCTHours
+		base[k] = avg
 		return nil
 	}); err != nil {
 		return RoundESResult{}, err
@@ -199,6 +250,42 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 	return g
 }
 
+// runAt is the k-th training run under weights w (the baseline when w is
+// nil): the protocol's runs, then Scenarios. It returns the average JCT
+// in hours and whether the run stopped at the bound.
+func (cfg RoundESConfig) runAt(tab *env.ThroughputTable, k int, w []float64) (float64, bool, error) {
+	if g := len(cfg.Rates) * len(cfg.Seeds); k >= g {
+		sc := cfg.Scenarios[k-g]
+		rc := report.GPURunConfig{Scenario: sc.Scenario, Load: sc.Load, Policy: cfg.Baseline, Seed: sc.Seed}
+		if w != nil {
+			rc.Policy = "scored"
+			rc.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant} }
+		}
+		m, err := report.RunGPU(rc)
+		if err != nil {
+			return 0, false, err
+		}
+		if m.AtBound || m.AvgJCT == nil {
+			return 0, true, nil
+		}
+		return *m.AvgJCT, false, nil
+	}
+	r, err := cfg.run(k, w).Run(tab)
+	if err != nil {
+		return 0, false, err
+	}
+	return r.AvgJCTHours, r.Saturated || math.IsNaN(r.AvgJCTHours), nil
+}
+
+// runName names the k-th training run for errors.
+func (cfg RoundESConfig) runName(k int) string {
+	if g := len(cfg.Rates) * len(cfg.Seeds); k >= g {
+		sc := cfg.Scenarios[k-g]
+		return fmt.Sprintf("%s at load %.2f seed %d", sc.Scenario, sc.Load, sc.Seed)
+	}
+	return fmt.Sprintf("%.2f jobs/h seed %d", cfg.Rates[k/len(cfg.Seeds)], cfg.Seeds[k%len(cfg.Seeds)])
+}
+
 // evaluate fills fit[c] with candidate c's mean relative JCT over the
 // training runs and sat[c] with its runs stopped at the bound.
 func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable, cand [][]float64, base, fit []float64, sat []int) error {
@@ -207,15 +294,15 @@ func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable,
 	satRun := make([]bool, len(rel))
 	err := report.ForEach(ctx, len(rel), cfg.Workers, func(i int) error {
 		c, k := i/runs, i%runs
-		r, err := cfg.run(k, cand[c]).Run(tab)
+		avg, saturated, err := cfg.runAt(tab, k, cand[c])
 		if err != nil {
 			return err
 		}
-		if r.Saturated || math.IsNaN(r.AvgJCTHours) {
+		if saturated {
 			rel[i], satRun[i] = cfg.Penalty, true
 			return nil
 		}
-		rel[i] = math.Min(cfg.Penalty, r.AvgJCTHours/base[k])
+		rel[i] = math.Min(cfg.Penalty, avg/base[k])
 		return nil
 	})
 	if err != nil {

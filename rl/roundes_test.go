@@ -6,6 +6,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tegrl/tegrl/env"
+	"github.com/tegrl/tegrl/report"
 )
 
 // tinyES is a two-iteration ES on one short protocol point.
@@ -71,19 +74,64 @@ func TestTrainRoundESErrors(t *testing.T) {
 	}
 	o.Set = nil
 	for _, c := range []struct {
-		preset, rates string
-		clairvoyant   bool
-		want          string
+		preset, rates, scenarios string
+		clairvoyant              bool
+		want                     string
 	}{
-		{"gavel", "abc", false, "--rates: rates"},
-		{"gavel-single", "0", false, "--rates: rates"},
-		{"small", "2.0", false, "--rates: only the gavel presets"},
-		{"small", "", true, "--clairvoyant: only the gavel presets"},
+		{"gavel", "abc", "", false, "--rates: rates"},
+		{"gavel-single", "0", "", false, "--rates: rates"},
+		{"small", "2.0", "", false, "--rates: only the gavel presets"},
+		{"small", "", "", true, "--clairvoyant: only the gavel presets"},
+		{"small", "", "openb/16-multi@1", false, "--train-scenarios: only the gavel presets"},
+		{"gavel", "", "openb/16-multi", false, "--train-scenarios: \"openb/16-multi\" is not"},
 	} {
-		o.Preset, o.GavelRates, o.Clairvoyant = c.preset, c.rates, c.clairvoyant
+		o.Preset, o.GavelRates, o.GavelScenarios, o.Clairvoyant = c.preset, c.rates, c.scenarios, c.clairvoyant
 		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--preset %s --rates %q --clairvoyant=%v: %v, want %q", c.preset, c.rates, c.clairvoyant, err, c.want)
+			t.Errorf("--preset %s --rates %q --train-scenarios %q --clairvoyant=%v: %v, want %q", c.preset, c.rates, c.scenarios, c.clairvoyant, err, c.want)
 		}
+	}
+}
+
+func TestParseRoundESScenarios(t *testing.T) {
+	got, err := ParseRoundESScenarios("openb/16-multi@1.2:7, spot/8-single@0.6", []uint64{100, 101})
+	want := []RoundESScenario{{"openb/16-multi", 1.2, 7}, {"spot/8-single", 0.6, 100}, {"spot/8-single", 0.6, 101}}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("%v %v, want %v", got, err, want)
+	}
+	for spec, msg := range map[string]string{"openb/16-multi": "CLUSTER-WORKLOAD@LOAD", "mars-multi@1": "unknown cluster",
+		"openb-multi@0": "not in (0, 100)", "openb-multi@1:x": "seed"} {
+		if _, err := ParseRoundESScenarios(spec, []uint64{1}); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%q: %v, want %q", spec, err, msg)
+		}
+	}
+}
+
+// TestTrainRoundESScenario: a scenario run counts in the fitness like a
+// protocol run: the baseline's own weights score exactly 1 on it.
+func TestTrainRoundESScenario(t *testing.T) {
+	cfg := tinyES()
+	cfg.Scenarios = []RoundESScenario{{Scenario: "openb/16-multi", Load: 0.5, Seed: 3}}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := len(cfg.Rates) * len(cfg.Seeds)
+	avg, sat, err := cfg.runAt(tab, g, nil)
+	if err != nil || sat || !(avg > 0) {
+		t.Fatalf("baseline on the scenario: %v %v %v", avg, sat, err)
+	}
+	w := env.DefaultScoredWeights()
+	avgW, _, err := cfg.runAt(tab, g, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := report.RunGPU(report.GPURunConfig{Scenario: "openb/16-multi", Load: 0.5, Seed: 3,
+		New: func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w} }})
+	if err != nil || m.AvgJCT == nil || *m.AvgJCT != avgW {
+		t.Fatalf("scored run %v, RunGPU %+v %v", avgW, m, err)
+	}
+	if name := cfg.runName(g); name != "openb/16-multi at load 0.50 seed 3" {
+		t.Errorf("run name %q", name)
 	}
 }
 

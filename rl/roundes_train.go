@@ -88,6 +88,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("--rates: %w", err)
 		}
 	}
+	if o.GavelScenarios != "" {
+		if cfg.Scenarios, err = ParseRoundESScenarios(o.GavelScenarios, cfg.Seeds); err != nil {
+			return fmt.Errorf("--train-scenarios: %w", err)
+		}
+	}
 	if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)

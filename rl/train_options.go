@@ -62,6 +62,9 @@ type TrainOptions struct {
 	// GavelRates, when set, replaces the gavel presets' training arrival
 	// rates (report.ParseRates: "4.8,5.2" or "3.6-5.6:0.4").
 	GavelRates string `flag:"rates" usage:"--preset gavel or gavel-single: training arrival rates in jobs/h, a list or a range (default: the preset's)"`
+	// GavelScenarios adds training runs on other GPU clusters
+	// (ParseRoundESScenarios: "openb/16-multi@1.2:100").
+	GavelScenarios string `flag:"train-scenarios" usage:"--preset gavel or gavel-single: more training runs on other GPU clusters, CLUSTER-WORKLOAD@LOAD[:SEED] comma-separated (no seed: one run per training seed)"`
 	// Clairvoyant is the gavel presets' clairvoyant scored policy.
 	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
@@ -185,6 +188,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.GavelRates != "" {
 		return fmt.Errorf("--rates: only the gavel presets train at arrival rates (the other presets take --load)")
+	}
+	if o.GavelScenarios != "" {
+		return fmt.Errorf("--train-scenarios: only the gavel presets train on GPU clusters")
 	}
 	cfg, err := o.config()
 	if err != nil {
