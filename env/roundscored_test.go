@@ -113,6 +113,24 @@ func BenchmarkScoredAllocate(b *testing.B) {
 	benchAllocate(b, p)
 }
 
+// BenchmarkScoredFeatures is the features alone of BenchmarkScoredAllocate's
+// rounds: the part of a decision any policy reading these inputs pays
+// before it scores a pair.
+func BenchmarkScoredFeatures(b *testing.B) {
+	var fs ScoredFeatureSet
+	prev := map[int]int{}
+	benchAllocate(b, allocFunc(func(s *RoundState, x []float64) error {
+		fs.Compute(s, prev, false)
+		return nil
+	}))
+}
+
+// allocFunc is an AllocationPolicy of one function, for benchmarks.
+type allocFunc func(s *RoundState, x []float64) error
+
+func (allocFunc) Name() string                                { return "func" }
+func (f allocFunc) Allocate(s *RoundState, x []float64) error { return f(s, x) }
+
 // benchAllocate times p's allocations of 400 active gangs of 1-8 GPUs on
 // Gavel's three GPU types, one allocation interval apart.
 func benchAllocate(b *testing.B, p AllocationPolicy) {
