@@ -104,6 +104,8 @@ type kubeState struct {
 	unplaced prometheus.Gauge
 	rebuilt  prometheus.Counter
 	binds    *prometheus.CounterVec // result
+	plans    prometheus.Gauge       // pod group plans in flight
+	planEv   *prometheus.CounterVec // event
 }
 
 // init makes the record's maps (s.mu held) and its metrics.
@@ -127,7 +129,12 @@ func (k *kubeState) initMetrics(reg *prometheus.Registry) {
 			Help: "Rebuilds of the live model from the cluster's nodes and pods (a node added, removed or resized)."})
 		k.binds = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tegrl_serve_binds_total",
 			Help: "Bind calls by result (bound, error)."}, []string{"result"})
-		reg.MustRegister(k.events, k.unplaced, k.rebuilt, k.binds)
+		k.plans = prometheus.NewGauge(prometheus.GaugeOpts{Name: "tegrl_serve_pod_group_plans",
+			Help: "Pod group plans in flight (members still to bind hold reservations)."})
+		k.planEv = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tegrl_serve_pod_group_events_total",
+			Help: "Pod group plans by event: planned, unfit (the group did not fit at once), done (every member bound), expired, lost (a reserved node went down or was cordoned, or the model was rebuilt)."},
+			[]string{"event"})
+		reg.MustRegister(k.events, k.unplaced, k.rebuilt, k.binds, k.plans, k.planEv)
 	})
 }
 

@@ -154,11 +154,14 @@ func (s *Service) gangSweep() {
 		switch {
 		case p.model != s.model:
 			delete(g.plans, key) // its reservations went with the model
+			s.gangEvent("lost")
 		case now.After(p.expires):
 			s.gangRelease(key, p)
+			s.gangEvent("expired")
 			s.log.Info("pod group plan expired: reservations released", "group", key)
 		case s.gangBroken(p):
 			s.gangRelease(key, p) // its members plan again
+			s.gangEvent("lost")
 			s.log.Info("pod group plan lost a node: reservations released", "group", key)
 		}
 	}
@@ -176,6 +179,13 @@ func (s *Service) gangBroken(p *gangPlan) bool {
 		}
 	}
 	return false
+}
+
+// gangEvent counts a plan event and sets the plans gauge (s.mu held).
+func (s *Service) gangEvent(event string) {
+	s.kube.initMetrics(s.met.reg)
+	s.kube.planEv.WithLabelValues(event).Inc()
+	s.kube.plans.Set(float64(len(s.kube.gang.plans)))
 }
 
 // gangRelease stops a plan's reservations and forgets it (s.mu held).
@@ -244,12 +254,16 @@ func (s *Service) gangSlotFor(ctx context.Context, gr podGroup, pod string, js *
 		}
 		var err error
 		if p, err = s.gangPlan(gr, js, names); err != nil {
+			if _, ok := err.(*gangUnfit); ok {
+				s.gangEvent("unfit")
+			}
 			return nil, -1, err
 		}
 		if g.plans == nil {
 			g.plans = map[string]*gangPlan{}
 		}
 		g.plans[gr.Key] = p
+		s.gangEvent("planned")
 	}
 	free := -1
 	for k := range p.slots {
@@ -465,6 +479,7 @@ func (s *Service) gangTake(group, pod, node string) {
 		}
 	}
 	delete(s.kube.gang.plans, group) // every member is bound
+	s.gangEvent("done")
 }
 
 // gangForget frees a deleted member's slot for another pod (s.mu held).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
@@ -196,6 +197,14 @@ func TestGangBind(t *testing.T) {
 	if plans != 0 {
 		t.Errorf("%d plans left after every member bound", plans)
 	}
+	for ev, want := range map[string]float64{"planned": 1, "done": 1, "expired": 0} {
+		if got := testutil.ToFloat64(s.kube.planEv.WithLabelValues(ev)); got != want {
+			t.Errorf("tegrl_serve_pod_group_events_total{event=%q} = %v, want %v", ev, got, want)
+		}
+	}
+	if got := testutil.ToFloat64(s.kube.plans); got != 0 {
+		t.Errorf("tegrl_serve_pod_group_plans = %v after the group bound", got)
+	}
 	late := gangPod("ring", 3, 9, 4)
 	jsl, _ := podJob(late)
 	if _, err := s.Filter(&extenderv1.ExtenderArgs{Pod: late, NodeNames: &names}, &jsl); err == nil || !strings.Contains(err.Error(), "run already") {
@@ -223,6 +232,9 @@ func TestGangExpiry(t *testing.T) {
 	gangFilterPass(t, s, testPod("other", "1", "1Gi", 0, nil), names) // any filter sweeps
 	if f := freeGPUs(s, names); f[0] != before[0]-4000 || !slices.Equal(f[1:], before[1:]) {
 		t.Errorf("free after expiry %v: want only member 0's GPUs taken (from %v)", f, before)
+	}
+	if got := testutil.ToFloat64(s.kube.planEv.WithLabelValues("expired")); got != 1 {
+		t.Errorf("expired plans counted %v, want 1", got)
 	}
 	for k := 1; k < 4; k++ {
 		if pass, _ := gangFilterPass(t, s, gangPod("ring", 4, k, 4), names); len(pass) != 1 {
