@@ -30,31 +30,35 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func TestBroker(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errb lockedBuffer
+// startListening runs the command args under ctx and waits up to wait
+// for the first line it prints, the address it listens on. It returns
+// that address, the command's result and its stderr.
+func startListening(t *testing.T, ctx context.Context, wait time.Duration, args ...string) (string, <-chan error, *lockedBuffer) {
+	t.Helper()
+	var out lockedBuffer
+	errb := &lockedBuffer{}
 	done := make(chan error, 1)
-	store := t.TempDir()
-	go func() {
-		done <- execute(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--token", "T", "--store", store, "--log-level", "warn"}, &out, &errb)
-	}()
-	var url string
-	deadline := time.Now().Add(10 * time.Second)
-	for url == "" {
+	go func() { done <- execute(ctx, args, &out, errb) }()
+	for deadline := time.Now().Add(wait); ; time.Sleep(10 * time.Millisecond) {
 		select {
 		case err := <-done:
-			t.Fatalf("broker exited: %v\nstderr: %s", err, errb.String())
+			t.Fatalf("%s exited: %v\nstderr: %s", args[0], err, errb.String())
 		default:
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no URL printed; stderr: %s", errb.String())
 		}
 		if s := out.String(); strings.HasSuffix(s, "\n") {
-			url = strings.TrimSpace(s)
+			return strings.TrimSpace(s), done, errb
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+func TestBroker(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	store := t.TempDir()
+	url, done, errb := startListening(t, ctx, 10*time.Second, "broker", "--listen", "127.0.0.1:0", "--token", "T", "--store", store, "--log-level", "warn")
 	if !strings.HasPrefix(url, "nats://127.0.0.1:") || strings.HasSuffix(url, ":0") {
 		t.Fatalf("URL %q", url)
 	}

@@ -17,28 +17,8 @@ func TestServe(t *testing.T) {
 	nodes, _ := writeTrace(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- execute(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--cluster", "alibaba-gpu:" + nodes, "--scheduler", "fgd",
-			"--ab", "langevin", "--ab-share", "0.5", "--log-level", "warn"}, &out, &errb)
-	}()
-	var url string
-	deadline := time.Now().Add(20 * time.Second)
-	for url == "" {
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v\nstderr: %s", err, errb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no URL printed; stderr: %s", errb.String())
-		}
-		if s := out.String(); strings.HasSuffix(s, "\n") {
-			url = strings.TrimSpace(s)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	url, done, errb := startListening(t, ctx, 20*time.Second, "serve", "--listen", "127.0.0.1:0", "--cluster", "alibaba-gpu:"+nodes, "--scheduler", "fgd",
+		"--ab", "langevin", "--ab-share", "0.5", "--log-level", "warn")
 	get := func(path string) (int, string) {
 		r, err := http.Get(url + path)
 		if err != nil {
@@ -126,26 +106,8 @@ func TestServeFlags(t *testing.T) {
 func TestServeAllocationPolicy(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- execute(ctx, []string{"serve", "--listen", "127.0.0.1:0", "--cluster", "none", "--log-level", "warn",
-			"--allocation-policy", "gavel=../../docs/policies/gavel-multi.json"}, &out, &errb)
-	}()
-	var url string
-	for deadline := time.Now().Add(20 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
-		select {
-		case err := <-done:
-			t.Fatalf("serve exited: %v\nstderr: %s", err, errb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no URL printed; stderr: %s", errb.String())
-		}
-		if s := out.String(); strings.HasSuffix(s, "\n") {
-			url = strings.TrimSpace(s)
-		}
-	}
+	url, done, _ := startListening(t, ctx, 20*time.Second, "serve", "--listen", "127.0.0.1:0", "--cluster", "none", "--log-level", "warn",
+		"--allocation-policy", "gavel=../../docs/policies/gavel-multi.json")
 	r, err := http.Post(url+"/v1/allocate", "application/json", strings.NewReader(`{"policy":"gavel","time_s":3600,
 		"gpus":[{"type":"v100","count":1},{"type":"k80","count":1}],
 		"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":1,"steps_total":1000,"steps_left":800,"attained_gpu_s":600,"prev_type":"k80"}]}`))

@@ -71,24 +71,8 @@ func TestBrokerUsers(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out, errb lockedBuffer
-	done := make(chan error, 1)
-	go func() {
-		done <- execute(ctx, []string{"broker", "--listen", "127.0.0.1:0", "--users", users, "--log-level", "error"}, &out, &errb)
-	}()
 	deadline := time.Now().Add(10 * time.Second)
-	for !strings.HasSuffix(out.String(), "\n") {
-		select {
-		case err := <-done:
-			t.Fatalf("broker exited: %v\nstderr: %s", err, errb.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no URL printed; stderr: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	url := strings.TrimSpace(out.String())
+	url, done, _ := startListening(t, ctx, 10*time.Second, "broker", "--listen", "127.0.0.1:0", "--users", users, "--log-level", "error")
 	dial := func(user, pass string) *transport.Conn {
 		c, err := transport.Dial(ctx, transport.DialConfig{URL: url, User: user, Password: pass, RunID: "r1"})
 		if err != nil {
