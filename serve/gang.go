@@ -3,6 +3,7 @@ package serve
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -254,7 +255,7 @@ func (s *Service) gangSlotFor(ctx context.Context, gr podGroup, pod string, js *
 		}
 		var err error
 		if p, err = s.gangPlan(gr, js, names); err != nil {
-			if _, ok := err.(*gangUnfit); ok {
+			if unfit := (*gangUnfit)(nil); errors.As(err, &unfit) {
 				s.gangEvent("unfit")
 			}
 			return nil, -1, err
@@ -443,29 +444,26 @@ func (s *Service) gangTake(group, pod, node string) {
 	if p == nil || p.model != s.model {
 		return
 	}
-	pick := -1
-	for k := range p.slots {
-		sl := &p.slots[k]
-		if sl.res == "" {
-			continue
-		}
+	// Its own slot first, then an unassigned one on its node, then any
+	// unassigned one.
+	own, here, other := -1, -1, -1
+	for k, sl := range p.slots {
 		switch {
+		case sl.res == "":
 		case sl.pod == pod:
-			pick = k
-		case pick < 0 && sl.pod == "" && sl.node == node:
-			pick = k
-		}
-		if sl.pod == pod {
-			break
+			own = k
+		case sl.pod == "" && sl.node == node && here < 0:
+			here = k
+		case sl.pod == "" && other < 0:
+			other = k
 		}
 	}
+	pick := own
 	if pick < 0 {
-		for k := range p.slots {
-			if sl := &p.slots[k]; sl.res != "" && sl.pod == "" {
-				pick = k
-				break
-			}
-		}
+		pick = here
+	}
+	if pick < 0 {
+		pick = other
 	}
 	if pick < 0 {
 		return
@@ -500,7 +498,7 @@ func (s *Service) gangFilter(ctx context.Context, gr podGroup, pod string, js *J
 	p, k, err := s.gangSlotFor(ctx, gr, pod, js, names)
 	var unfit *gangUnfit
 	switch {
-	case asGangUnfit(err, &unfit):
+	case errors.As(err, &unfit):
 		for _, n := range names {
 			failed[n] = unfit.msg
 		}
@@ -524,19 +522,11 @@ func (s *Service) gangFilter(ctx context.Context, gr podGroup, pod string, js *J
 	return 0, nil
 }
 
-func asGangUnfit(err error, out **gangUnfit) bool {
-	u, ok := err.(*gangUnfit)
-	if ok {
-		*out = u
-	}
-	return ok
-}
-
 // gangNode is a member's planned node, for prioritize; "" when the group
 // does not fit (s.mu held).
 func (s *Service) gangNode(ctx context.Context, gr podGroup, pod string, js *JobJSON, names []string) (string, error) {
 	p, k, err := s.gangSlotFor(ctx, gr, pod, js, names)
-	if _, ok := err.(*gangUnfit); ok {
+	if unfit := (*gangUnfit)(nil); errors.As(err, &unfit) {
 		return "", nil
 	}
 	if err != nil {
