@@ -37,7 +37,8 @@ type GPURunConfig struct {
 	GraceHours     float64 `json:"grace_h"`
 }
 
-func (c GPURunConfig) run() report.GPURunConfig {
+// RunConfig is the run c describes, for report.RunGPU.
+func (c GPURunConfig) RunConfig() report.GPURunConfig {
 	return report.GPURunConfig{Scenario: c.Scenario, Rate: c.Rate, Load: c.Load, Policy: c.Policy, Seed: c.Seed,
 		RestoreSeconds: c.RestoreSeconds, Placement: c.Placement, WarmupHours: c.WarmupHours, MeasureJobs: c.MeasureJobs, GraceHours: c.GraceHours}
 }
@@ -92,7 +93,7 @@ func RecordGPU(dir string, cfg GPURunConfig) (*GPURecording, error) {
 	}
 	var werr error
 	index := int32(0)
-	rc := cfg.run()
+	rc := cfg.RunConfig()
 	rc.OnJob = func(j env.DLJob) {
 		if werr == nil {
 			werr = jw.Append(j)
@@ -194,7 +195,7 @@ func ReplayGPU(dir, policy string) (*GPUReplay, error) {
 	if policy == "" || policy == rec.Config.Policy {
 		out.Scheduler, out.Verified = rec.Config.Policy, true
 	}
-	rc := rec.Config.run()
+	rc := rec.Config.RunConfig()
 	rc.Policy, rc.Jobs = out.Scheduler, list
 	var cmp *allocCompare
 	if out.Verified {

@@ -344,8 +344,7 @@ func replayRoundRecording(dir string, tab *env.ThroughputTable, maxPairs int, ce
 	}
 	c := rec.Config
 	out.Policy, out.Seed, out.Rate = c.Policy, c.Seed, rec.Metrics.Rate
-	// Only the gavel cluster is rebuilt here: the other clusters' servers
-	// and locality live in the report package's scenario code.
+	// The gavel presets learn from runs of the cluster they train on.
 	sc, err := report.ParseGPUScenario(c.Scenario)
 	if err != nil {
 		return out, fmt.Errorf("round offline %s: %w", dir, err)
@@ -368,10 +367,6 @@ func replayRoundRecording(dir string, tab *env.ThroughputTable, maxPairs int, ce
 	list, err := env.NewJobList(tab, jobs)
 	if err != nil {
 		return out, fmt.Errorf("round offline %s: %w", dir, err)
-	}
-	cl, err := env.ParseGPUClusterSpec("36:36:36", tab, 1)
-	if err != nil {
-		return out, err
 	}
 	ar, err := datasets.OpenAllocations(filepath.Join(dir, replay.GPUAllocationsFile), datasets.ReaderOptions{})
 	if err != nil {
@@ -421,21 +416,10 @@ func replayRoundRecording(dir string, tab *env.ThroughputTable, maxPairs int, ce
 			s.x, s.y, allocs = x, y, allocs[:n]
 		}
 	}
-	// The round configuration of a gavel-cluster run (report.RunGPU):
-	// Gavel's measured jobs 4000-4999 and the time bound of GraceHours.
-	grace := c.GraceHours
-	if grace == 0 {
-		grace = 500
-	}
-	rc := env.RoundConfig{Seed: c.Seed, RestoreSeconds: c.RestoreSeconds, Placement: c.Placement, MeasureFrom: 4000, MeasureTo: 5000}
-	if grace > 0 {
-		rc.MaxSeconds = (5000/out.Rate + grace) * 3600
-	}
-	sim, err := env.NewRoundSim(cl, pol, list, rc)
-	if err != nil {
-		return out, fmt.Errorf("round offline %s: %w", dir, err)
-	}
-	r, err := sim.Run()
+	// The recorded run, on its recorded jobs, under the replay policy.
+	rc := c.RunConfig()
+	rc.Jobs, rc.New = list, func() env.AllocationPolicy { return pol }
+	r, err := report.RunGPU(rc)
 	if err != nil {
 		return out, fmt.Errorf("round offline %s: %w", dir, err)
 	}
@@ -448,16 +432,13 @@ func replayRoundRecording(dir string, tab *env.ThroughputTable, maxPairs int, ce
 		return out, fmt.Errorf("round offline %s: %s has %d rows, %s says %d: the files do not belong together", dir, replay.GPUAllocationsFile, pol.rows, replay.GPURunFile, rec.Allocations)
 	}
 	m := rec.Metrics
-	avgSame := (m.AvgJCT == nil) == r.Saturated && (m.AvgJCT == nil || *m.AvgJCT == r.AvgJCTHours)
-	if !avgSame || m.AtBound != r.Saturated || m.Rounds != r.Rounds || m.Jobs != r.Jobs || m.Moves != r.Moves {
+	avgSame := (m.AvgJCT == nil) == (r.AvgJCT == nil) && (m.AvgJCT == nil || *m.AvgJCT == *r.AvgJCT)
+	if !avgSame || m.AtBound != r.AtBound || m.Rounds != r.Rounds || m.Jobs != r.Jobs || m.Moves != r.Moves {
 		return out, fmt.Errorf("round offline %s: the replay of every allocation ended with %d rounds, %d moves, at bound %v, avg JCT %v h; %s says %d, %d, %v, %v: the replay left the recording",
-			dir, r.Rounds, r.Moves, r.Saturated, r.AvgJCTHours, replay.GPURunFile, m.Rounds, m.Moves, m.AtBound, m.AvgJCT)
+			dir, r.Rounds, r.Moves, r.AtBound, r.AvgJCT, replay.GPURunFile, m.Rounds, m.Moves, m.AtBound, m.AvgJCT)
 	}
-	out.AtBound, out.Allocs, out.Pairs = r.Saturated, int(pol.index), len(s.y)-base
-	if !r.Saturated {
-		avg := r.AvgJCTHours
-		out.AvgJCT = &avg
-	}
+	out.AtBound, out.Allocs, out.Pairs = r.AtBound, int(pol.index), len(s.y)-base
+	out.AvgJCT = r.AvgJCT
 	for _, y := range s.y[base:] {
 		out.Positive += int(y)
 	}
