@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 
+	"gonum.org/v1/gonum/mat"
+
 	"github.com/tegrl/tegrl/datasets"
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/replay"
@@ -535,51 +537,24 @@ func fitLogistic(s *roundSamples, cfg RoundOfflineConfig) ([]float64, int, error
 }
 
 // solveSPD solves h x = g for the symmetric d×d matrix h by Cholesky
-// factorisation; a matrix that is not positive definite (a feature
-// constant over the data and unpenalised) gets a small ridge.
+// factorisation (gonum); a matrix that is not positive definite (a
+// feature constant over the data and unpenalised) gets a small ridge.
 func solveSPD(h, g []float64, d int) ([]float64, error) {
+	a := make([]float64, d*d)
 	for ridge := 0.0; ridge < 1; ridge = math.Max(1e-10, 100*ridge) {
-		l := make([]float64, d*d)
-		ok := true
-		for i := 0; i < d && ok; i++ {
-			for j := 0; j <= i; j++ {
-				sum := h[i*d+j]
-				if i == j {
-					sum += ridge
-				}
-				for k := range j {
-					sum -= l[i*d+k] * l[j*d+k]
-				}
-				if i == j {
-					if !(sum > 0) {
-						ok = false
-						break
-					}
-					l[i*d+i] = math.Sqrt(sum)
-				} else {
-					l[i*d+j] = sum / l[j*d+j]
-				}
-			}
+		copy(a, h)
+		for i := range d {
+			a[i*d+i] += ridge
 		}
-		if !ok {
+		var ch mat.Cholesky
+		if !ch.Factorize(mat.NewSymDense(d, a)) {
 			continue
 		}
-		x := make([]float64, d)
-		for i := range d { // L y = g
-			sum := g[i]
-			for k := range i {
-				sum -= l[i*d+k] * x[k]
-			}
-			x[i] = sum / l[i*d+i]
+		x := mat.NewVecDense(d, nil)
+		if err := ch.SolveVecTo(x, mat.NewVecDense(d, slices.Clone(g))); err != nil {
+			continue
 		}
-		for i := d - 1; i >= 0; i-- { // Lᵀ x = y
-			sum := x[i]
-			for k := i + 1; k < d; k++ {
-				sum -= l[k*d+i] * x[k]
-			}
-			x[i] = sum / l[i*d+i]
-		}
-		return x, nil
+		return x.RawVector().Data, nil
 	}
 	return nil, errors.New("the Hessian is not positive definite")
 }
