@@ -61,8 +61,18 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	// rather than silently ignored.
 	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline-ref", "offline-epochs", "awr-lambda", "awr-beta", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains with evolution strategies in this process (or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --clairvoyant, --eval-seeds and --json", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --train-scenarios, --eval-seeds and --json", name, o.Preset)
 		}
+	}
+	switch o.GavelMethod {
+	case "", "es":
+	case "ppo":
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant policy online on the protocol's runs (no --offline, --clairvoyant or --train-scenarios)")
+		}
+		return o.runGavelPPO(ctx, w)
+	default:
+		return fmt.Errorf("--method %q: want es or ppo", o.GavelMethod)
 	}
 	if o.Offline != "" {
 		return o.runGavelOffline(ctx, w)

@@ -65,6 +65,9 @@ type TrainOptions struct {
 	// GavelScenarios adds training runs on other GPU clusters
 	// (ParseRoundESScenarios: "openb/16-multi@1.2:100").
 	GavelScenarios string `flag:"train-scenarios" usage:"--preset gavel or gavel-single: more training runs on other GPU clusters, CLUSTER-WORKLOAD@LOAD[:SEED] comma-separated (no seed: one run per training seed)"`
+	// GavelMethod is how the gavel presets learn: "es" (TrainRoundES, the
+	// default) or "ppo" (TrainRoundPPO).
+	GavelMethod string `flag:"method" usage:"--preset gavel or gavel-single: es (evolution strategies on the scored policy's weights) or ppo (the same score as a masked softmax over (job, GPU type) candidates and stop, trained by PPO)"`
 	// Clairvoyant is the gavel presets' clairvoyant scored policy.
 	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
@@ -191,6 +194,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.GavelScenarios != "" {
 		return fmt.Errorf("--train-scenarios: only the gavel presets train on GPU clusters")
+	}
+	if o.GavelMethod != "" {
+		return fmt.Errorf("--method: only the gavel presets choose a method (the other presets train with PPO over NATS actors)")
 	}
 	cfg, err := o.config()
 	if err != nil {
