@@ -230,3 +230,118 @@ func TestTrainGavelMethodErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestTrainRoundPPOActors: actors over NATS or channels sample the same
+// rollouts as the in-process workers, so the training is the same.
+func TestTrainRoundPPOActors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 18 protocol runs")
+	}
+	local := tinyPPO()
+	local.Iterations = 1
+	want, err := TrainRoundPPO(context.Background(), local, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tr := range []string{"nats", "chan"} {
+		cfg := local
+		cfg.Actors, cfg.Transport = 3, tr
+		got, err := TrainRoundPPO(context.Background(), cfg, nil)
+		if err != nil {
+			t.Fatal(tr, err)
+		}
+		if !slices.Equal(got.Curve[0].Weights, want.Curve[0].Weights) || got.Curve[0].Samples != want.Curve[0].Samples {
+			t.Errorf("%s actors: weights %v, in-process %v", tr, got.Curve[0].Weights, want.Curve[0].Weights)
+		}
+	}
+	bad := local
+	bad.Actors, bad.Transport = 1, "carrier-pigeon"
+	if _, err := TrainRoundPPO(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "want 0 actors") {
+		t.Errorf("transport carrier-pigeon: %v", err)
+	}
+}
+
+// sampledRollout is a short sampled run, every allocation recorded.
+func sampledRollout(t testing.TB) roundRollout {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := env.DefaultScoredWeights()
+	w[0] = 2 // stop is sampled too
+	sm := newRoundSampler(w, false, 4, 1)
+	g := env.GavelRun{Policy: "s", Rate: 2.4, Seed: 2, Multi: true, New: func() env.AllocationPolicy { return sm },
+		Round: env.RoundConfig{MaxSeconds: 60 * 3600}}
+	r, err := g.Run(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return roundRollout{index: 5, simS: r.SimSeconds, avgJCT: r.AvgJCTHours, saturated: r.Saturated, calls: sm.calls, points: sm.points}
+}
+
+// TestRoundWireRoundTrip: a rollout cut into chunks decodes to itself,
+// whatever the chunk size.
+func TestRoundWireRoundTrip(t *testing.T) {
+	r := sampledRollout(t)
+	if len(r.points) < 10 {
+		t.Fatalf("%d points", len(r.points))
+	}
+	for _, limit := range []int{1, 40 << 10, roundChunkBytes} {
+		chunks := encodeRoundRollout(&r, limit)
+		var got roundRollout
+		for i, b := range chunks {
+			c, err := decodeRoundChunk(b, env.NumScoredFeatures)
+			if err != nil {
+				t.Fatalf("limit %d chunk %d: %v", limit, i, err)
+			}
+			if c.rollout != 5 || c.chunk != i || c.chunks != len(chunks) {
+				t.Fatalf("limit %d: chunk %d/%d of rollout %d, want %d/%d", limit, c.chunk, c.chunks, c.rollout, i, len(chunks))
+			}
+			if c.head != nil {
+				got = *c.head
+			}
+			got.points = append(got.points, c.points...)
+		}
+		if limit == 1 && len(chunks) != len(r.points) {
+			t.Errorf("limit 1: %d chunks for %d points", len(chunks), len(r.points))
+		}
+		if got.simS != r.simS || got.saturated != r.saturated || !slices.Equal(got.calls, r.calls) || len(got.points) != len(r.points) {
+			t.Fatalf("limit %d: outcome or allocations differ", limit)
+		}
+		for i := range r.points {
+			a, b := &r.points[i], &got.points[i]
+			if a.t != b.t || a.dim != b.dim || !slices.Equal(a.x, b.x) || !slices.Equal(a.job, b.job) || !slices.Equal(a.typ, b.typ) ||
+				!slices.Equal(a.scale, b.scale) || !slices.Equal(a.cap, b.cap) || !slices.Equal(a.seq, b.seq) || !slices.Equal(a.logp, b.logp) {
+				t.Fatalf("limit %d: point %d differs", limit, i)
+			}
+		}
+	}
+	// A chunk with a choice that was not allocatable is refused.
+	b := encodeRoundRollout(&roundRollout{points: []roundPoint{{dim: 1, x: []float64{1, 1}, job: []int32{0, 0}, typ: []int32{0, 0}, scale: []int32{1, 1},
+		cap: []int32{4}, seq: []int32{0, 1}, logp: []float64{-1, -1}}}}, roundChunkBytes)[0]
+	if _, err := decodeRoundChunk(b, 1); err == nil || !strings.Contains(err.Error(), "not allocatable") {
+		t.Errorf("a job chosen twice: %v", err)
+	}
+}
+
+// FuzzRoundChunk: the learner's decoder of actor segments never panics,
+// and whatever it accepts replays without a panic.
+func FuzzRoundChunk(f *testing.F) {
+	r := sampledRollout(f)
+	r.points = r.points[:3]
+	for _, b := range encodeRoundRollout(&r, 1) {
+		f.Add(b)
+	}
+	f.Add([]byte("RPPO\x01"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := decodeRoundChunk(b, env.NumScoredFeatures)
+		if err != nil {
+			return
+		}
+		var buf roundGradBuf
+		w := env.DefaultScoredWeights()
+		for i := range c.points {
+			roundPointGrad(&c.points[i], w, 0.2, 0.01, make([]float64, len(w)), &buf)
+		}
+	})
+}

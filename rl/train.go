@@ -152,82 +152,13 @@ func Train(ctx context.Context, cfg TrainConfig) (*TrainResult, error) {
 	// segments at the door (counted) instead of filling a deep queue whose
 	// tail is stale by the time the learner reads it.
 	lcfg := transport.LearnerConfig{QueueSize: 2*cfg.BatchSize/cfg.SegmentLen + 8, MaxLag: cfg.MaxLag, Logger: cfg.Logger, SigningKey: cfg.SigningKey}
-	var trust ed25519.PublicKey
-	if cfg.SigningKey != nil {
-		trust = cfg.SigningKey.Public().(ed25519.PublicKey)
+	ts, err := openTransport(ctx, transportOptions{Kind: cfg.Transport, URL: cfg.NATSURL, Token: cfg.Token, User: cfg.User, Password: cfg.Password,
+		RunID: cfg.RunID, Logger: cfg.Logger, SigningKey: cfg.SigningKey, Learner: lcfg})
+	if err != nil {
+		return nil, err
 	}
-	var (
-		ltr       transport.LearnerTransport
-		newActor  func(id uint32) (transport.ActorTransport, error)
-		cleanup   []func()
-		closeDown = func() {
-			for i := len(cleanup) - 1; i >= 0; i-- {
-				cleanup[i]()
-			}
-		}
-	)
-	defer func() { closeDown() }()
-	switch cfg.Transport {
-	case "chan":
-		cl, err := transport.NewChanLearner(cfg.RunID, lcfg)
-		if err != nil {
-			return nil, err
-		}
-		ltr = cl
-		newActor = func(id uint32) (transport.ActorTransport, error) { return cl.NewActor(id), nil }
-	case "nats":
-		url := cfg.NATSURL
-		var embedded *transport.Server
-		learnerUser := transport.User{Name: cfg.User, Password: cfg.Password}
-		actorUser := learnerUser
-		if url == "" {
-			scfg := transport.ServerConfig{Token: cfg.Token, MaxPayload: 8 << 20, Logger: cfg.Logger}
-			if cfg.Token == "" {
-				lu, au, err := transport.RunUsers(cfg.RunID)
-				if err != nil {
-					return nil, fmt.Errorf("train: embedded NATS server: %w", err)
-				}
-				scfg.Users, learnerUser, actorUser = []transport.User{lu, au}, lu, au
-			}
-			srv, err := transport.StartServer(scfg)
-			if err != nil {
-				return nil, fmt.Errorf("train: embedded NATS server: %w", err)
-			}
-			cleanup = append(cleanup, srv.Shutdown)
-			url, embedded = srv.ClientURL(), srv
-			cfg.Logger.Info("embedded NATS server", "url", url)
-		}
-		dial := func(name string, u transport.User) (*transport.Conn, error) {
-			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: cfg.Token, User: u.Name, Password: u.Password, Name: name,
-				RunID: cfg.RunID, Logger: cfg.Logger, InProcess: embedded})
-		}
-		lc, err := dial("tegrl-learner", learnerUser)
-		if err != nil {
-			return nil, fmt.Errorf("train: learner connection: %w", err)
-		}
-		cleanup = append(cleanup, lc.Close)
-		nl, err := transport.NewLearner(lc, lcfg)
-		if err != nil {
-			return nil, err
-		}
-		ltr = nl
-		newActor = func(id uint32) (transport.ActorTransport, error) {
-			c, err := dial(fmt.Sprintf("tegrl-actor-%d", id), actorUser)
-			if err != nil {
-				return nil, err
-			}
-			a, err := transport.NewActor(ctx, c, transport.ActorConfig{ID: id, Logger: cfg.Logger, TrustKey: trust})
-			if err != nil {
-				c.Close()
-				return nil, err
-			}
-			// Cleanups run last first: the actor stops its fetcher before
-			// its connection closes.
-			cleanup = append(cleanup, c.Close, func() { _ = a.Close() })
-			return a, nil
-		}
-	}
-	cleanup = append(cleanup, func() { ltr.Close() })
+	defer ts.close()
+	ltr, newActor := ts.learner, ts.newActor
 	l, err := NewLearner(cfg, ltr)
 	if err != nil {
 		return nil, err
@@ -333,3 +264,110 @@ func runLearner(ctx context.Context, l *Learner, cfg TrainConfig, newActor func(
 // WaitTimeout is how long a stand-alone actor waits for parameters before
 // giving up on a learner.
 const WaitTimeout = 5 * time.Minute
+
+// transportOptions say how a learner and its in-process actors connect.
+type transportOptions struct {
+	// Kind is "nats" or "chan" (in-process channels).
+	Kind string
+	// URL is the NATS server; "" starts an embedded one on a random
+	// loopback port, with per-run learner and actor users unless Token
+	// is set.
+	URL, Token, User, Password string
+	RunID                      string
+	Logger                     *slog.Logger
+	// SigningKey signs the parameter broadcasts; the in-process actors
+	// trust only its public key.
+	SigningKey ed25519.PrivateKey
+	Learner    transport.LearnerConfig
+}
+
+// transportSet is a learner's transport and the way to open in-process
+// actors' transports on it; close releases everything, actors first.
+type transportSet struct {
+	learner  transport.LearnerTransport
+	newActor func(id uint32) (transport.ActorTransport, error)
+	cleanup  []func()
+}
+
+func (t *transportSet) close() {
+	for i := len(t.cleanup) - 1; i >= 0; i-- {
+		t.cleanup[i]()
+	}
+	t.cleanup = nil
+}
+
+// openTransport starts the transport of o: channels, or a NATS connection
+// (to an embedded server when o.URL is empty).
+func openTransport(ctx context.Context, o transportOptions) (*transportSet, error) {
+	ts := &transportSet{}
+	var trust ed25519.PublicKey
+	if o.SigningKey != nil {
+		trust = o.SigningKey.Public().(ed25519.PublicKey)
+	}
+	switch o.Kind {
+	case "chan":
+		cl, err := transport.NewChanLearner(o.RunID, o.Learner)
+		if err != nil {
+			return nil, err
+		}
+		ts.learner = cl
+		ts.newActor = func(id uint32) (transport.ActorTransport, error) { return cl.NewActor(id), nil }
+	case "nats":
+		url := o.URL
+		var embedded *transport.Server
+		learnerUser := transport.User{Name: o.User, Password: o.Password}
+		actorUser := learnerUser
+		if url == "" {
+			scfg := transport.ServerConfig{Token: o.Token, MaxPayload: 8 << 20, Logger: o.Logger}
+			if o.Token == "" {
+				lu, au, err := transport.RunUsers(o.RunID)
+				if err != nil {
+					return nil, fmt.Errorf("train: embedded NATS server: %w", err)
+				}
+				scfg.Users, learnerUser, actorUser = []transport.User{lu, au}, lu, au
+			}
+			srv, err := transport.StartServer(scfg)
+			if err != nil {
+				return nil, fmt.Errorf("train: embedded NATS server: %w", err)
+			}
+			ts.cleanup = append(ts.cleanup, srv.Shutdown)
+			url, embedded = srv.ClientURL(), srv
+			o.Logger.Info("embedded NATS server", "url", url)
+		}
+		dial := func(name string, u transport.User) (*transport.Conn, error) {
+			return transport.Dial(ctx, transport.DialConfig{URL: url, Token: o.Token, User: u.Name, Password: u.Password, Name: name,
+				RunID: o.RunID, Logger: o.Logger, InProcess: embedded})
+		}
+		lc, err := dial("tegrl-learner", learnerUser)
+		if err != nil {
+			ts.close()
+			return nil, fmt.Errorf("train: learner connection: %w", err)
+		}
+		ts.cleanup = append(ts.cleanup, lc.Close)
+		nl, err := transport.NewLearner(lc, o.Learner)
+		if err != nil {
+			ts.close()
+			return nil, err
+		}
+		ts.learner = nl
+		ts.newActor = func(id uint32) (transport.ActorTransport, error) {
+			c, err := dial(fmt.Sprintf("tegrl-actor-%d", id), actorUser)
+			if err != nil {
+				return nil, err
+			}
+			a, err := transport.NewActor(ctx, c, transport.ActorConfig{ID: id, Logger: o.Logger, TrustKey: trust})
+			if err != nil {
+				c.Close()
+				return nil, err
+			}
+			// Cleanups run last first: the actor stops its fetcher before
+			// its connection closes.
+			ts.cleanup = append(ts.cleanup, c.Close, func() { _ = a.Close() })
+			return a, nil
+		}
+	default:
+		return nil, fmt.Errorf("train: transport %q, want nats or chan", o.Kind)
+	}
+	ts.cleanup = append(ts.cleanup, func() { ts.learner.Close() })
+	return ts, nil
+}
