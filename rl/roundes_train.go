@@ -60,8 +60,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	// The PPO preset's flags mean nothing here: given, they are an error
 	// rather than silently ignored.
 	for _, name := range []string{"steps", "batch", "actors", "nats", "lr", "gamma", "encoder", "offline-ref", "offline-epochs", "awr-lambda", "awr-beta", "resume", "machines", "load", "episode", "candidates", "hidden", "reward", "reward-baseline", "replicas", "shaping", "ent-coef", "segment", "sync", "transport"} {
+		if o.GavelMethod == "ppo" && (name == "actors" || name == "transport") {
+			continue
+		}
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --train-scenarios, --eval-seeds and --json", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl/transport"
 )
 
 // RoundPPOConfig configures TrainRoundPPO: proximal policy optimisation
@@ -134,6 +135,9 @@ type RoundPPOResult struct {
 	Weights []float64           `json:"weights"`
 	Fitness float64             `json:"fitness"`
 	Curve   []RoundPPOIteration `json:"curve"`
+	// Transport is the learner's transport counters with Actors (nil
+	// without).
+	Transport *transport.LearnerStats `json:"transport,omitempty"`
 }
 
 func (c RoundPPOConfig) validate() error {
@@ -208,9 +212,9 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 	sample := func(ctx context.Context, it uint64, w []float64) ([]roundRollout, error) {
 		return cfg.localRollouts(ctx, tab, es, w, it, runs*cfg.Rollouts)
 	}
+	var ra *roundActors
 	if cfg.Actors > 0 {
-		ra, err := startRoundActors(ctx, cfg, tab, es, runs*cfg.Rollouts)
-		if err != nil {
+		if ra, err = startRoundActors(ctx, cfg, tab, es, runs*cfg.Rollouts); err != nil {
 			return RoundPPOResult{}, err
 		}
 		defer ra.close()
@@ -241,6 +245,10 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 	}
 	if fit[0] < res.Fitness {
 		res.Fitness, res.Weights = fit[0], slices.Clone(theta)
+	}
+	if ra != nil {
+		st := ra.ts.learner.Stats()
+		res.Transport = &st
 	}
 	return res, nil
 }

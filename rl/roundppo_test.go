@@ -253,6 +253,10 @@ func TestTrainRoundPPOActors(t *testing.T) {
 		if !slices.Equal(got.Curve[0].Weights, want.Curve[0].Weights) || got.Curve[0].Samples != want.Curve[0].Samples {
 			t.Errorf("%s actors: weights %v, in-process %v", tr, got.Curve[0].Weights, want.Curve[0].Weights)
 		}
+		// Two rollouts of one run, one chunk each; none lost.
+		if st := got.Transport; st == nil || st.Delivered < 2 || st.LostSegments != 0 || want.Transport != nil {
+			t.Errorf("%s actors: transport counters %+v (in-process: %+v)", tr, got.Transport, want.Transport)
+		}
 	}
 	bad := local
 	bad.Actors, bad.Transport = 1, "carrier-pigeon"

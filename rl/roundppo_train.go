@@ -6,9 +6,11 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
+	"github.com/tegrl/tegrl/rl/transport"
 )
 
 // GavelPPOSummary is summary.json of a gavel preset trained with
@@ -22,7 +24,9 @@ type GavelPPOSummary struct {
 	Features  []string       `json:"features"`
 	EvalSeeds []uint64       `json:"eval_seeds"`
 	Eval      []GavelEvalRow `json:"eval"`
-	Command   string         `json:"command"`
+	// Transport is the learner's transport counters (with actors).
+	Transport *transport.LearnerStats `json:"transport,omitempty"`
+	Command   string                  `json:"command"`
 }
 
 // runGavelPPO is tegrl train --preset gavel (gavel-single) --method ppo:
@@ -41,7 +45,10 @@ func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
 	if o.Preset == "gavel-single" {
 		cfg = DefaultRoundPPOConfigSingle()
 	}
-	cfg.Seed = o.Seed
+	cfg.Seed, cfg.Actors, cfg.Transport, cfg.Logger = o.Seed, runtime.GOMAXPROCS(0), o.Transport, o.Logger
+	if o.Set != nil && o.Set("actors") {
+		cfg.Actors = o.Actors
+	}
 	if o.GavelRates != "" {
 		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
 			return fmt.Errorf("--rates: %w", err)
@@ -57,6 +64,13 @@ func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
+	}
+	if cfg.Actors > 0 {
+		var pub string
+		if cfg.SigningKey, pub, err = transport.RunSigningKey(o.Out, o.Seed, o.KeyFromSeed, false); err != nil {
+			return err
+		}
+		o.Logger.Info("weights signed", "public_key", pub, "actors", cfg.Actors, "transport", cfg.Transport)
 	}
 	logf, err := os.Create(filepath.Join(o.Out, "train_log.csv"))
 	if err != nil {
@@ -78,7 +92,7 @@ func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	sum := GavelPPOSummary{Preset: o.Preset, Method: "ppo", Config: cfg, Fitness: res.Fitness, Weights: res.Weights,
-		Features: env.ScoredFeatures, EvalSeeds: seeds, Command: o.Command}
+		Features: env.ScoredFeatures, EvalSeeds: seeds, Transport: res.Transport, Command: o.Command}
 	if len(seeds) > 0 {
 		if sum.Eval, err = EvalGavel(ctx, cfg.es(), res.Weights, seeds); err != nil {
 			return err
