@@ -189,6 +189,7 @@ func (p *roundSampler) record(s *env.RoundState) *roundPoint {
 func roundPointGrad(pt *roundPoint, w []float64, clip, entCoef float64, g []float64, buf *roundGradBuf) (obj, ent, kl float64, clipped int) {
 	n, d := len(pt.job), pt.dim
 	buf.logit = slices.Grow(buf.logit[:0], n)[:n]
+	buf.e = slices.Grow(buf.e[:0], n)[:n]
 	buf.free = append(buf.free[:0], pt.cap...)
 	nj := 0
 	for r := range n {
@@ -201,34 +202,40 @@ func roundPointGrad(pt *roundPoint, w []float64, clip, entCoef float64, g []floa
 	}
 	buf.done = slices.Grow(buf.done[:0], nj)[:nj]
 	clear(buf.done)
+	// exp(l - base) once per pair: each choice's softmax is then sums
+	// over the pairs still allocatable. base is the largest logit (stop's
+	// is 0), rebased should the allocatable ones all underflow.
+	base := buf.rebase(pt, false)
 	buf.mean = slices.Grow(buf.mean[:0], d)[:d]
 	for c, a := range pt.seq {
-		// The softmax over the allocatable pairs and stop (logit 0).
-		top := 0.0
-		for r := range n {
-			if !buf.done[pt.job[r]] && buf.free[pt.typ[r]] >= pt.scale[r] {
-				top = math.Max(top, buf.logit[r])
-			}
-		}
-		z := math.Exp(-top)
-		for r := range n {
-			if !buf.done[pt.job[r]] && buf.free[pt.typ[r]] >= pt.scale[r] {
-				z += math.Exp(buf.logit[r] - top)
-			}
-		}
-		lz := top + math.Log(z)
-		// E_p[x], E_p[l] and the entropy; stop has x = 0 and l = 0.
+		// The softmax over the allocatable pairs and stop (logit 0): z,
+		// E_p[l] and E_p[x] (stop has x = 0 and l = 0) in one pass.
+		var z, sl float64
 		clear(buf.mean)
-		lbar := 0.0
-		for r := range n {
-			if buf.done[pt.job[r]] || buf.free[pt.typ[r]] < pt.scale[r] {
-				continue
+		for pass := 0; pass < 2; pass++ {
+			z, sl = math.Exp(-base), 0
+			for r := range n {
+				if buf.done[pt.job[r]] || buf.free[pt.typ[r]] < pt.scale[r] {
+					continue
+				}
+				e := buf.e[r]
+				z += e
+				sl += e * buf.logit[r]
+				row := pt.x[r*d : (r+1)*d]
+				for k, v := range row {
+					buf.mean[k] += e * v
+				}
 			}
-			pr := math.Exp(buf.logit[r] - lz)
-			lbar += pr * buf.logit[r]
-			for k := range d {
-				buf.mean[k] += pr * pt.x[r*d+k]
+			if z > 1e-200 {
+				break
 			}
+			base = buf.rebase(pt, true)
+			clear(buf.mean)
+		}
+		lz := base + math.Log(z)
+		lbar := sl / z
+		for k := range buf.mean {
+			buf.mean[k] /= z
 		}
 		h := lz - lbar // -Σ p log p = log Z - E_p[l]
 		la := 0.0
@@ -263,9 +270,9 @@ func roundPointGrad(pt *roundPoint, w []float64, clip, entCoef float64, g []floa
 				if buf.done[pt.job[r]] || buf.free[pt.typ[r]] < pt.scale[r] {
 					continue
 				}
-				pr := math.Exp(buf.logit[r] - lz)
+				f := entCoef * buf.e[r] / z * (buf.logit[r] - lbar)
 				for k := range d {
-					g[k] -= entCoef * pr * (buf.logit[r] - lbar) * pt.x[r*d+k]
+					g[k] -= f * pt.x[r*d+k]
 				}
 			}
 		}
@@ -278,9 +285,26 @@ func roundPointGrad(pt *roundPoint, w []float64, clip, entCoef float64, g []floa
 	return obj, ent, kl, clipped
 }
 
+// rebase sets buf.e[r] = exp(logit[r] - base) and returns base: the
+// largest logit of stop (0) and the pairs, or of the pairs still
+// allocatable when allocatable.
+func (buf *roundGradBuf) rebase(pt *roundPoint, allocatable bool) float64 {
+	base := 0.0
+	for r, l := range buf.logit {
+		if allocatable && (buf.done[pt.job[r]] || buf.free[pt.typ[r]] < pt.scale[r]) {
+			continue
+		}
+		base = math.Max(base, l)
+	}
+	for r, l := range buf.logit {
+		buf.e[r] = math.Exp(l - base)
+	}
+	return base
+}
+
 // roundGradBuf is roundPointGrad's scratch space, one per worker.
 type roundGradBuf struct {
-	logit, mean []float64
+	logit, e, mean []float64
 	free        []int32
 	done        []bool
 }

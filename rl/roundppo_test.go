@@ -349,3 +349,18 @@ func FuzzRoundChunk(f *testing.F) {
 		}
 	})
 }
+
+// TestRoundPointGradUnderflow: after a choice of logit 800, the one pair
+// left (logit 1) and stop underflow against it; the softmax is rebased
+// and the second choice's log-probability is exact.
+func TestRoundPointGradUnderflow(t *testing.T) {
+	pt := &roundPoint{dim: 1, x: []float64{800, 1}, job: []int32{0, 1}, typ: []int32{0, 0}, scale: []int32{1, 1}, cap: []int32{2},
+		seq: []int32{0, 1}, logp: []float64{0, 0}, adv: 1}
+	var buf roundGradBuf
+	_, _, kl, _ := roundPointGrad(pt, []float64{1}, 0.2, 0, make([]float64, 1), &buf)
+	// kl = Σ (0 - logp): the first choice has logp 0 (to 1e-300), the
+	// second 1 - log(e + 1).
+	if want := -(1 - math.Log(math.E+1)); math.Abs(kl-want) > 1e-12 {
+		t.Fatalf("kl %v, want %v", kl, want)
+	}
+}
