@@ -305,6 +305,6 @@ func (buf *roundGradBuf) rebase(pt *roundPoint, allocatable bool) float64 {
 // roundGradBuf is roundPointGrad's scratch space, one per worker.
 type roundGradBuf struct {
 	logit, e, mean []float64
-	free        []int32
-	done        []bool
+	free           []int32
+	done           []bool
 }
