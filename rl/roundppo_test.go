@@ -3,6 +3,7 @@ package rl
 import (
 	"context"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -362,5 +363,28 @@ func TestRoundPointGradUnderflow(t *testing.T) {
 	// second 1 - log(e + 1).
 	if want := -(1 - math.Log(math.E+1)); math.Abs(kl-want) > 1e-12 {
 		t.Fatalf("kl %v, want %v", kl, want)
+	}
+}
+
+// TestTrainGavelPPOFlagErrors: --actors and --transport are checked
+// before anything is written.
+func TestTrainGavelPPOFlagErrors(t *testing.T) {
+	for _, c := range []struct {
+		actors    int
+		transport string
+		want      string
+	}{
+		{-1, "nats", "--actors -1"},
+		{2, "bogus", `--transport "bogus"`},
+	} {
+		o := DefaultTrainOptions()
+		o.Preset, o.Out, o.GavelMethod, o.Actors, o.Transport = "gavel", t.TempDir()+"/out", "ppo", c.actors, c.transport
+		o.Set = func(f string) bool { return f == "actors" }
+		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--actors %d --transport %s: %v, want %q", c.actors, c.transport, err, c.want)
+		}
+		if _, err := os.Stat(o.Out); err == nil {
+			t.Errorf("--actors %d --transport %s: %s was created", c.actors, c.transport, o.Out)
+		}
 	}
 }

@@ -49,6 +49,12 @@ func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
 	if o.Set != nil && o.Set("actors") {
 		cfg.Actors = o.Actors
 	}
+	if cfg.Actors < 0 {
+		return fmt.Errorf("--actors %d: want 0 (sample in this process) or more", cfg.Actors)
+	}
+	if cfg.Transport != "nats" && cfg.Transport != "chan" {
+		return fmt.Errorf("--transport %q: want nats or chan", cfg.Transport)
+	}
 	if o.GavelRates != "" {
 		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
 			return fmt.Errorf("--rates: %w", err)
