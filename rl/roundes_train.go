@@ -80,10 +80,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Offline != "" {
 		return o.runGavelOffline(ctx, w)
 	}
-	evalSpec := GavelEvalSeeds
-	if o.Set != nil && o.Set("eval-seeds") {
-		evalSpec = o.EvalSeeds
-	}
+	evalSpec := o.gavelEvalSpec()
 	seeds, err := report.ParseSeeds(evalSpec)
 	if err != nil {
 		return fmt.Errorf("--eval-seeds: %w", err)
@@ -253,4 +250,13 @@ func WriteGavelEval(w io.Writer, seeds []uint64, rows []GavelEvalRow) error {
 		fmt.Fprintf(tw, "\t%+.2f [%+.2f, %+.2f] vs %s\t\n", r.DiffMean, r.CILow, r.CIHigh, r.Best)
 	}
 	return tw.Flush()
+}
+
+// gavelEvalSpec is the gavel presets' held-out seeds: --eval-seeds when
+// given, else GavelEvalSeeds.
+func (o TrainOptions) gavelEvalSpec() string {
+	if o.Set != nil && o.Set("eval-seeds") {
+		return o.EvalSeeds
+	}
+	return GavelEvalSeeds
 }

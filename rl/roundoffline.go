@@ -612,10 +612,7 @@ func (o TrainOptions) runGavelOffline(ctx context.Context, w io.Writer) error {
 	}
 	var seeds []uint64
 	var err error
-	evalSpec := GavelEvalSeeds
-	if o.Set != nil && o.Set("eval-seeds") {
-		evalSpec = o.EvalSeeds
-	}
+	evalSpec := o.gavelEvalSpec()
 	if evalSpec != "" {
 		if seeds, err = report.ParseSeeds(evalSpec); err != nil {
 			return fmt.Errorf("--eval-seeds: %w", err)

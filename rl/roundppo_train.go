@@ -33,10 +33,7 @@ type GavelPPOSummary struct {
 // TrainRoundPPO on the preset's runs, then the held-out comparison with
 // GavelBaselines that the ES preset gives.
 func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
-	evalSpec := GavelEvalSeeds
-	if o.Set != nil && o.Set("eval-seeds") {
-		evalSpec = o.EvalSeeds
-	}
+	evalSpec := o.gavelEvalSpec()
 	seeds, err := report.ParseSeeds(evalSpec)
 	if err != nil {
 		return fmt.Errorf("--eval-seeds: %w", err)
