@@ -31,6 +31,9 @@ type ScoredPolicy struct {
 	Weights []float64
 	// Clairvoyant adds ClairvoyantFeature.
 	Clairvoyant bool
+	// Pack is a policy file's pack field: AllocationPolicyByName then
+	// gives a PackedScoredPolicy. ScoredPolicy.Allocate itself never packs.
+	Pack bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
 	next  map[int]int
@@ -156,6 +159,8 @@ type ScoredPolicyFile struct {
 	Kind     string    `json:"kind"` // "tegrl-scored-allocation"
 	Features []string  `json:"features"`
 	Weights  []float64 `json:"weights"`
+	// Pack makes it a PackedScoredPolicy: GPUs are space-shared.
+	Pack bool `json:"pack,omitempty"`
 	// Training records how the weights were found (free-form, for people).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -191,17 +196,27 @@ func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 			return nil, fmt.Errorf("scored policy: weight %d (%s) is %v", i, f.Features[i], w)
 		}
 	}
-	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair}, nil
+	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack}, nil
 }
 
 // WriteScoredPolicy writes weights as a scored policy file at path; one
 // weight more than ScoredFeatures makes it a clairvoyant policy.
 func WriteScoredPolicy(path string, weights []float64, training map[string]any) error {
+	return writeScoredPolicy(path, weights, false, training)
+}
+
+// WritePackedScoredPolicy writes weights as a packed scored policy file
+// (pack true): AllocationPolicyByName loads it as a PackedScoredPolicy.
+func WritePackedScoredPolicy(path string, weights []float64, training map[string]any) error {
+	return writeScoredPolicy(path, weights, true, training)
+}
+
+func writeScoredPolicy(path string, weights []float64, pack bool, training map[string]any) error {
 	names := ScoredFeatureNames(len(weights) == NumScoredFeatures+1)
 	if len(weights) != len(names) {
 		return fmt.Errorf("scored policy: %d weights for %d features", len(weights), len(names))
 	}
-	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Training: training}, "", "  ")
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: pack, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -221,6 +236,9 @@ func loadScoredPolicyFile(path string) (AllocationPolicy, error) {
 	p, err := ParseScoredPolicy(b)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if p.Pack {
+		return &PackedScoredPolicy{ScoredPolicy: *p}, nil
 	}
 	return p, nil
 }

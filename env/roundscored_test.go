@@ -133,7 +133,10 @@ func (f allocFunc) Allocate(s *RoundState, x []float64) error { return f(s, x) }
 
 // benchAllocate times p's allocations of 400 active gangs of 1-8 GPUs on
 // Gavel's three GPU types, one allocation interval apart.
-func benchAllocate(b *testing.B, p AllocationPolicy) {
+func benchAllocate(b *testing.B, p AllocationPolicy) { benchAllocateWith(b, p, nil) }
+
+// benchAllocateWith is benchAllocate with edit applied to the round first.
+func benchAllocateWith(b *testing.B, p AllocationPolicy, edit func(*RoundState)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	s := &RoundState{Types: []string{"v100", "p100", "k80"}, Capacity: []int{36, 36, 36}}
 	for i := range 400 {
@@ -141,6 +144,9 @@ func benchAllocate(b *testing.B, p AllocationPolicy) {
 		for range 3 {
 			s.Throughput = append(s.Throughput, 0.1+10*rng.Float64())
 		}
+	}
+	if edit != nil {
+		edit(s)
 	}
 	x := make([]float64, len(s.Jobs)*3)
 	if err := p.Allocate(s, x); err != nil { // grows the buffers

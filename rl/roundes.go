@@ -27,6 +27,9 @@ type RoundESConfig struct {
 	// job's remaining run time): the result is a bound to measure the
 	// non-clairvoyant policies against, not a deployable policy.
 	Clairvoyant bool
+	// Pack trains env.PackedScoredPolicy: the same score, with waiting
+	// jobs space-sharing GPUs with running ones (Gavel's packing).
+	Pack bool
 	// Rates (jobs/h) and Seeds are the training runs; a candidate's
 	// fitness is the mean over them of its average JCT divided by
 	// Baseline's on the same rate and seed (1: as good as the baseline).
@@ -245,9 +248,18 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 		Round: env.RoundConfig{MaxActive: cfg.MaxActive, MaxSeconds: (5000/rate + cfg.GraceHours) * 3600}}
 	if w != nil {
 		g.Policy = "scored"
-		g.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant} }
+		g.New = func() env.AllocationPolicy { return cfg.policy(w) }
 	}
 	return g
+}
+
+// policy is the policy weights w define under cfg.
+func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
+	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant}
+	if cfg.Pack {
+		return &env.PackedScoredPolicy{ScoredPolicy: p}
+	}
+	return &p
 }
 
 // runAt is the k-th training run under weights w (the baseline when w is
@@ -259,7 +271,7 @@ func (cfg RoundESConfig) runAt(tab *env.ThroughputTable, k int, w []float64) (fl
 		rc := report.GPURunConfig{Scenario: sc.Scenario, Load: sc.Load, Policy: cfg.Baseline, Seed: sc.Seed}
 		if w != nil {
 			rc.Policy = "scored"
-			rc.New = func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant} }
+			rc.New = func() env.AllocationPolicy { return cfg.policy(w) }
 		}
 		m, err := report.RunGPU(rc)
 		if err != nil {

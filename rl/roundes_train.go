@@ -18,7 +18,7 @@ import (
 
 // GavelBaselines are the non-clairvoyant policies the gavel preset's
 // learned policy is evaluated against.
-var GavelBaselines = []string{"fifo_perf", "max_min_fairness", "max_min_fairness_perf", "gandiva", "tiresias", "langevin"}
+var GavelBaselines = []string{"fifo_perf", "max_min_fairness", "max_min_fairness_perf", "max_min_fairness_packed", "gandiva", "tiresias", "langevin"}
 
 // GavelEvalSeeds are the gavel preset's held-out seeds (training uses
 // DefaultRoundESConfig's 100-102).
@@ -70,14 +70,17 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" {
-			return fmt.Errorf("--method ppo: trains the non-clairvoyant policy online on the protocol's runs (no --offline, --clairvoyant or --train-scenarios)")
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs (no --offline, --clairvoyant, --train-scenarios or --pack)")
 		}
 		return o.runGavelPPO(ctx, w)
 	default:
 		return fmt.Errorf("--method %q: want es or ppo", o.GavelMethod)
 	}
 	if o.Offline != "" {
+		if o.Pack {
+			return fmt.Errorf("--pack: offline learning fits the unpacked policy (no --pack with --offline)")
+		}
 		return o.runGavelOffline(ctx, w)
 	}
 	evalSpec := o.gavelEvalSpec()
@@ -92,7 +95,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Preset == "gavel-single" {
 		cfg = DefaultRoundESConfigSingle()
 	}
-	cfg.Seed, cfg.Clairvoyant = o.Seed, o.Clairvoyant
+	cfg.Seed, cfg.Clairvoyant, cfg.Pack = o.Seed, o.Clairvoyant, o.Pack
+	if cfg.Pack {
+		// The unpacked baselines stop at the bound where packing matters.
+		cfg.Baseline = "max_min_fairness_packed"
+	}
 	if o.GavelRates != "" {
 		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
 			return fmt.Errorf("--rates: %w", err)
@@ -106,6 +113,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)
+		if pp, packed := p.(*env.PackedScoredPolicy); packed {
+			sp, ok = &pp.ScoredPolicy, true
+		}
 		if err != nil || !ok || (sp.Clairvoyant && !cfg.Clairvoyant) {
 			return fmt.Errorf("--init %s: want a scored policy file (tegrl train --preset gavel output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
 		}
@@ -125,8 +135,12 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	pol := filepath.Join(o.Out, "policy.json")
-	if err := env.WriteScoredPolicy(pol, res.Weights, map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
-		"clairvoyant": cfg.Clairvoyant, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
+	write := env.WriteScoredPolicy
+	if cfg.Pack {
+		write = env.WritePackedScoredPolicy
+	}
+	if err := write(pol, res.Weights, map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
+		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
 		return err
 	}
 	sum := GavelTrainSummary{Preset: o.Preset, Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: env.ScoredFeatureNames(cfg.Clairvoyant),

@@ -215,19 +215,23 @@ func TestTrainRoundPPOErrors(t *testing.T) {
 // TestTrainGavelMethodErrors: --method is checked before anything runs.
 func TestTrainGavelMethodErrors(t *testing.T) {
 	for _, c := range []struct {
-		preset, method, scenarios string
-		clairvoyant               bool
-		want                      string
+		preset, method, scenarios, offline string
+		clairvoyant, pack                  bool
+		want                               string
 	}{
-		{"small", "ppo", "", false, "--method: only the gavel presets"},
-		{"gavel", "sgd", "", false, `--method "sgd": want es or ppo`},
-		{"gavel", "ppo", "", true, "--method ppo: trains the non-clairvoyant policy"},
-		{"gavel-single", "ppo", "openb/16-multi@1.2", false, "--method ppo: trains the non-clairvoyant policy"},
+		{"small", "ppo", "", "", false, false, "--method: only the gavel presets"},
+		{"gavel", "sgd", "", "", false, false, `--method "sgd": want es or ppo`},
+		{"gavel", "ppo", "", "", true, false, "--method ppo: trains the non-clairvoyant, unpacked policy"},
+		{"gavel-single", "ppo", "openb/16-multi@1.2", "", false, false, "--method ppo: trains the non-clairvoyant, unpacked policy"},
+		{"gavel-single", "ppo", "", "", false, true, "--method ppo: trains the non-clairvoyant, unpacked policy"},
+		{"gavel", "", "", "runs/x", false, true, "--pack: offline learning fits the unpacked policy"},
+		{"small", "", "", "", false, true, "--pack: only the gavel presets"},
 	} {
 		o := DefaultTrainOptions()
-		o.Preset, o.Out, o.GavelMethod, o.GavelScenarios, o.Clairvoyant = c.preset, t.TempDir(), c.method, c.scenarios, c.clairvoyant
+		o.Preset, o.Out, o.GavelMethod, o.GavelScenarios, o.Clairvoyant, o.Pack = c.preset, t.TempDir(), c.method, c.scenarios, c.clairvoyant, c.pack
+		o.Offline = c.offline
 		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--preset %s --method %s: %v, want %q", c.preset, c.method, err, c.want)
+			t.Errorf("--preset %s --method %s --pack %v: %v, want %q", c.preset, c.method, c.pack, err, c.want)
 		}
 	}
 }

@@ -69,6 +69,8 @@ type TrainOptions struct {
 	// default) or "ppo" (TrainRoundPPO).
 	GavelMethod string `flag:"method" usage:"--preset gavel or gavel-single: es (evolution strategies on the scored policy's weights) or ppo (the same score as a masked softmax over (job, GPU type) candidates and stop, trained by PPO)"`
 	// Clairvoyant is the gavel presets' clairvoyant scored policy.
+	// Pack is the gavel presets' packed scored policy.
+	Pack        bool   `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
 	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
@@ -185,6 +187,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.Preset == "gavel" || o.Preset == "gavel-single" {
 		return o.runGavel(ctx, w)
+	}
+	if o.Pack {
+		return fmt.Errorf("--pack: only the gavel presets train a packed scored policy")
 	}
 	if o.Clairvoyant {
 		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")

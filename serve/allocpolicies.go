@@ -162,6 +162,9 @@ func validateLearned(name, source string, data []byte) (*learnedPolicy, *refusal
 	if err != nil {
 		return nil, &refusal{reasonAllocParse, err}
 	}
+	if p.Pack {
+		return nil, &refusal{reasonAllocParse, errors.New("packed policy (pack: true): it space-shares GPUs between pairs of jobs, which an allocation per job cannot express; serve the unpacked policy")}
+	}
 	if p.Clairvoyant {
 		return nil, &refusal{reasonAllocClairvoyant, errors.New("clairvoyant policy (it reads the jobs' remaining steps): a bound to measure against, not a deployable policy")}
 	}
