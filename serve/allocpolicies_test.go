@@ -169,6 +169,7 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 		"features":    strings.Replace(string(good), `"same_type"`, `"other"`, 1),
 		"kind":        strings.Replace(string(good), env.ScoredPolicyKind, "x", 1),
 		"clairvoyant": string(clair),
+		"packed":      strings.Replace(string(good), `"weights"`, `"pack": true, "weights"`, 1),
 		"large":       strings.Repeat(" ", maxAllocPolicyBytes+1),
 	}
 	for what, body := range bad {
@@ -178,6 +179,9 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 		}
 		if what == "clairvoyant" && !strings.Contains(string(b), "clairvoyant") {
 			t.Errorf("clairvoyant: %s", b)
+		}
+		if what == "packed" && !strings.Contains(string(b), "space-shares GPUs") {
+			t.Errorf("packed: %s", b)
 		}
 	}
 	for _, name := range []string{"fifo", "Bad", "a.json", strings.Repeat("x", 64)} {
