@@ -64,7 +64,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
