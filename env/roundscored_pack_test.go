@@ -22,7 +22,7 @@ func packRound(pair func(i, k int) (float64, float64, bool)) *RoundState {
 // allocation moves into the pair.
 func TestPackedScoredPolicy(t *testing.T) {
 	w := DefaultScoredWeights() // bias 10, log_age 1, log_rel_thr 1: oldest first
-	gain := map[[2]int]float64{{0, 1}: 0.7, {0, 2}: 0.8}
+	gain := map[[2]int]float64{{0, 1}: 0.75, {0, 2}: 0.8}
 	s := packRound(func(i, k int) (float64, float64, bool) {
 		g, ok := gain[[2]int{min(i, k), max(i, k)}]
 		return g, g, ok
@@ -32,8 +32,8 @@ func TestPackedScoredPolicy(t *testing.T) {
 	if err := p.Allocate(s, x); err != nil {
 		t.Fatal(err)
 	}
-	// Job 1 waits first (score order) and pairs with job 0 (0.7+0.7 =
-	// 1.4 > 1), though job 2's pair would gain more: the better-scored
+	// Job 1 waits first (score order) and pairs with job 0 (0.75+0.75 =
+	// 1.5 > 1.4), though job 2's pair would gain more: the better-scored
 	// waiting job chooses first.
 	if pairs := p.Pairs(s); len(pairs) != 1 || pairs[0].A != 10 || pairs[0].B != 11 || !slices.Equal(pairs[0].X, []float64{1}) {
 		t.Fatalf("pairs %+v, want (10, 11) on v100", pairs)
@@ -51,9 +51,14 @@ func TestPackedScoredPolicy(t *testing.T) {
 	if pairs := p.Pairs(s); len(pairs) != 1 || pairs[0].A != 10 || pairs[0].B != 12 {
 		t.Fatalf("second round pairs %+v, want (10, 12)", pairs)
 	}
-	// A pair that gains nothing over running alone is never formed.
+	// A pair that gains less than the threshold (1.3 < 1.4) is never
+	// formed; with a lower threshold it is.
 	clear(gain)
-	gain[[2]int{0, 1}], gain[[2]int{0, 2}] = 0.5, 0.5
+	gain[[2]int{0, 1}], gain[[2]int{0, 2}] = 0.65, 0.65
+	low := &PackedScoredPolicy{ScoredPolicy: ScoredPolicy{Weights: w}, MinGain: 1.2}
+	if err := low.Allocate(s, x); err != nil || len(low.Pairs(s)) != 1 {
+		t.Fatalf("MinGain 1.2: pairs %+v (%v), want one", low.Pairs(s), err)
+	}
 	if err := p.Allocate(s, x); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +77,7 @@ func TestPackedScoredPolicy(t *testing.T) {
 // otherwise take the running job.
 func TestPackedScoredPolicyKeepsPairs(t *testing.T) {
 	w := DefaultScoredWeights()
-	s := packRound(func(i, k int) (float64, float64, bool) { return 0.6, 0.6, true })
+	s := packRound(func(i, k int) (float64, float64, bool) { return 0.75, 0.75, true })
 	p := &PackedScoredPolicy{ScoredPolicy: ScoredPolicy{Weights: w}}
 	x := make([]float64, 3)
 	if err := p.Allocate(s, x); err != nil {
