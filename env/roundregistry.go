@@ -48,7 +48,8 @@ func RegisterAllocationPolicy(name string, f func() AllocationPolicy) {
 // AllocationPolicyByName returns a fresh instance of the policy registered
 // under name; else of the learned policy in the file name when it ends in
 // .json, or in name/policy.json when name is a training output folder
-// (ParseScoredPolicy); else an error naming the known policies.
+// (ParseScoredPolicy, or ParseTieredPolicy for a tiered file); else an
+// error naming the known policies.
 func AllocationPolicyByName(name string) (AllocationPolicy, error) {
 	policyMu.RLock()
 	f, ok := policyRegistry[name]

@@ -227,11 +227,19 @@ func writeScoredPolicy(path string, weights []float64, pack bool, training map[s
 // scored policy file rather than a registered name.
 func IsPolicyFile(name string) bool { return strings.HasSuffix(name, ".json") }
 
-// loadScoredPolicyFile reads the scored policy file at path.
+// loadScoredPolicyFile reads the policy file at path: a scored policy, or
+// a tiered one (TieredPolicyKind).
 func loadScoredPolicyFile(path string) (AllocationPolicy, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("allocation policy file: %w", err)
+	}
+	if policyFileKind(b) == TieredPolicyKind {
+		t, err := ParseTieredPolicy(b)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		return t, nil
 	}
 	p, err := ParseScoredPolicy(b)
 	if err != nil {

@@ -175,3 +175,61 @@ func TestRoundESPack(t *testing.T) {
 		t.Fatalf("packed %.2f h (bound %v), unpacked %.2f h (bound %v)", packed, packedBound, alone, aloneBound)
 	}
 }
+
+// TestRoundESTiered: with Tiered the candidates are tiered policies whose
+// last parameter is the log priority ratio; a clairvoyant run inserts the
+// clairvoyant weight before it; the ratio saturates; the flags that do not
+// go with --tiered are refused, naming it.
+func TestRoundESTiered(t *testing.T) {
+	cfg := DefaultRoundESConfigTiered()
+	if !cfg.Tiered || cfg.Multi || cfg.Baseline != "max_min_fairness_packed" {
+		t.Fatalf("config %+v", cfg)
+	}
+	w, r := env.DefaultTieredParams(false)
+	theta := append(slices.Clone(w), r)
+	p, ok := cfg.policy(theta).(*env.TieredPackedPolicy)
+	if !ok || !slices.Equal(p.Weights, w) || p.LogRatio != r || p.Clairvoyant {
+		t.Fatalf("policy %T %+v", cfg.policy(theta), cfg.policy(theta))
+	}
+	theta[len(theta)-1] = 50
+	if p := cfg.policy(theta).(*env.TieredPackedPolicy); p.LogRatio != tieredLogRatioLimit {
+		t.Fatalf("ratio 50 gives %v", p.LogRatio)
+	}
+	// Zero iterations are refused after the initial weights are checked:
+	// the error tells which check the init passed.
+	cfg.Iterations = 0
+	cfg.Clairvoyant = true
+	cfg.Init = append(slices.Clone(w), r)
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "need iterations") {
+		t.Fatalf("clairvoyant from a non-clairvoyant init: %v", err)
+	}
+	cfg.Init = []float64{1, 2}
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "2 initial weights, want 8") {
+		t.Fatalf("short init: %v", err)
+	}
+	cfg.Pack = true
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "Pack and Tiered") {
+		t.Fatalf("pack and tiered: %v", err)
+	}
+	o := DefaultTrainOptions()
+	o.Out = t.TempDir()
+	for _, c := range []struct {
+		preset, method, scenarios string
+		pack                      bool
+		want                      string
+	}{
+		{"small", "", "", false, "--tiered: only the gavel presets"},
+		{"gavel-single", "ppo", "", false, "--pack or --tiered"},
+		{"gavel-single", "", "", true, "--tiered: the tiered policy packs"},
+		{"gavel-single", "", "openb/16-multi@1", false, "--tiered: the tiered policy packs"},
+	} {
+		o.Preset, o.GavelMethod, o.GavelScenarios, o.Pack, o.Tiered = c.preset, c.method, c.scenarios, c.pack, true
+		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--preset %s --method %q --train-scenarios %q --pack=%v --tiered: %v, want %q", c.preset, c.method, c.scenarios, c.pack, err, c.want)
+		}
+	}
+	o.Preset, o.GavelMethod, o.GavelScenarios, o.Pack, o.Init = "gavel-single", "", "", false, "../docs/policies/gavel-single.json"
+	if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "want a tiered policy file") {
+		t.Errorf("--tiered --init with a scored file: %v", err)
+	}
+}

@@ -70,12 +70,15 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack {
-			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs (no --offline, --clairvoyant, --train-scenarios or --pack)")
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Tiered {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs (no --offline, --clairvoyant, --train-scenarios, --pack or --tiered)")
 		}
 		return o.runGavelPPO(ctx, w)
 	default:
 		return fmt.Errorf("--method %q: want es or ppo", o.GavelMethod)
+	}
+	if o.Tiered && (o.Pack || o.Offline != "" || o.GavelScenarios != "") {
+		return fmt.Errorf("--tiered: the tiered policy packs through Gavel's LP and trains online on the protocol's runs (no --pack, --offline or --train-scenarios)")
 	}
 	if o.Offline != "" {
 		if o.Pack {
@@ -83,10 +86,12 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		}
 		return o.runGavelOffline(ctx, w)
 	}
-	evalSpec := o.gavelEvalSpec()
-	seeds, err := report.ParseSeeds(evalSpec)
-	if err != nil {
-		return fmt.Errorf("--eval-seeds: %w", err)
+	var seeds []uint64
+	var err error
+	if evalSpec := o.gavelEvalSpec(); evalSpec != "" {
+		if seeds, err = report.ParseSeeds(evalSpec); err != nil {
+			return fmt.Errorf("--eval-seeds: %w", err)
+		}
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
@@ -94,6 +99,10 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	cfg := DefaultRoundESConfig()
 	if o.Preset == "gavel-single" {
 		cfg = DefaultRoundESConfigSingle()
+	}
+	if o.Tiered {
+		cfg = DefaultRoundESConfigTiered()
+		cfg.Multi = o.Preset == "gavel"
 	}
 	cfg.Seed, cfg.Clairvoyant, cfg.Pack = o.Seed, o.Clairvoyant, o.Pack
 	if cfg.Pack {
@@ -110,7 +119,14 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("--train-scenarios: %w", err)
 		}
 	}
-	if o.Init != "" {
+	if o.Init != "" && cfg.Tiered {
+		p, err := env.AllocationPolicyByName(o.Init)
+		tp, ok := p.(*env.TieredPackedPolicy)
+		if err != nil || !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
+			return fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
+		}
+		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio)
+	} else if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)
 		if pp, packed := p.(*env.PackedScoredPolicy); packed {
@@ -135,15 +151,25 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	pol := filepath.Join(o.Out, "policy.json")
-	write := env.WriteScoredPolicy
-	if cfg.Pack {
-		write = env.WritePackedScoredPolicy
+	training := map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
+		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
+	features := env.ScoredFeatureNames(cfg.Clairvoyant)
+	switch {
+	case cfg.Tiered:
+		training["tiered"] = true
+		features = append(slices.Clone(env.TieredFeatureNames(cfg.Clairvoyant)), "log_priority_ratio")
+		w, r := tieredParams(res.Weights)
+		res.Weights = append(slices.Clone(w), r)
+		err = env.WriteTieredPolicy(pol, w, r, training)
+	case cfg.Pack:
+		err = env.WritePackedScoredPolicy(pol, res.Weights, training)
+	default:
+		err = env.WriteScoredPolicy(pol, res.Weights, training)
 	}
-	if err := write(pol, res.Weights, map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
-		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}); err != nil {
+	if err != nil {
 		return err
 	}
-	sum := GavelTrainSummary{Preset: o.Preset, Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: env.ScoredFeatureNames(cfg.Clairvoyant),
+	sum := GavelTrainSummary{Preset: o.Preset, Config: cfg, Fitness: res.Fitness, Weights: res.Weights, Features: features,
 		EvalSeeds: seeds, Command: o.Command}
 	if len(seeds) > 0 {
 		if sum.Eval, err = EvalGavel(ctx, cfg, res.Weights, seeds); err != nil {

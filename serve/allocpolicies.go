@@ -158,6 +158,9 @@ func checkAllocPolicyName(name string) error {
 // not a deployable policy), whose allocation of the canary round is
 // valid.
 func validateLearned(name, source string, data []byte) (*learnedPolicy, *refusal) {
+	if _, err := env.ParseTieredPolicy(data); err == nil {
+		return nil, &refusal{reasonAllocParse, errors.New("tiered policy: it space-shares GPUs between pairs of jobs through Gavel's packed LP, which an allocation per job cannot express; serve an unpacked scored policy")}
+	}
 	p, err := env.ParseScoredPolicy(data)
 	if err != nil {
 		return nil, &refusal{reasonAllocParse, err}

@@ -1,0 +1,239 @@
+package env
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"slices"
+	"strings"
+)
+
+// TieredPackedPolicy is a learned allocation policy that keeps Gavel's
+// max_min_fairness_packed linear program (MaxMinFairnessPacked: time
+// shares and space-sharing pairs chosen together) and learns only which
+// jobs it should favour. A linear score over features a real scheduler
+// sees (attained service, age, gang size, how much GPU type matters to the
+// job, the share of its life it has run) splits the active jobs into two
+// tiers; a job in the upper tier (score > 0) enters the LP with its
+// priority multiplied by exp(LogRatio), so max-min fairness gives it that
+// many times the normalised throughput of a lower-tier job. With the
+// default weights the upper tier is the jobs with less than one GPU-hour
+// of service, weighted 4: least attained service, as Tiresias
+// (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
+// Learning", NSDI 2019) applies it, inside Gavel's packed LP.
+//
+// Two tiers keep the LP small: its jobs are grouped into classes of one
+// job type and priority, so the tiers at most double the classes of
+// max_min_fairness_packed. The tier is decided when the LP is solved,
+// which the round mechanism does when a job arrives or finishes.
+//
+// Clairvoyant adds the job's remaining run time on its fastest type as a
+// feature, which makes the policy a bound to measure the others against,
+// not one a real scheduler can run.
+type TieredPackedPolicy struct {
+	// Weights has one weight per TieredFeatureNames(Clairvoyant) feature.
+	Weights []float64
+	// LogRatio is the natural log of the upper tier's priority factor.
+	LogRatio float64
+	// Clairvoyant adds ClairvoyantFeature (log(1 + remaining hours on
+	// the job's fastest type)).
+	Clairvoyant bool
+
+	lp   MaxMinFairnessPacked
+	jobs []RoundJob
+	f    []float64
+}
+
+// TieredFeatures names the job features of a TieredPackedPolicy's tier
+// score, in weight order. Hours are simulated hours; logs are natural.
+var TieredFeatures = []string{
+	"bias",         // 1
+	"log_attained", // log(1 + attained GPU-hours)
+	"log_age",      // log(1 + hours since arrival)
+	"log2_scale",   // log2(GPUs of the gang)
+	"log_spread",   // log(best throughput / mean throughput over types): how much type matters to the job
+	"served_frac",  // attained GPU-seconds / (scale x age): the share of its life it ran
+}
+
+// TieredFeatureNames is the feature list of a tiered policy, with
+// ClairvoyantFeature last when clairvoyant.
+func TieredFeatureNames(clairvoyant bool) []string {
+	if clairvoyant {
+		return append(slices.Clip(TieredFeatures), ClairvoyantFeature)
+	}
+	return TieredFeatures
+}
+
+// DefaultTieredParams are the starting point of training, as weights
+// then the log priority ratio: the upper tier is the jobs with under one
+// GPU-hour of service (log 2 - log(1 + attained) > 0), favoured 4 to 1.
+// clairvoyant appends a 0 weight for ClairvoyantFeature.
+func DefaultTieredParams(clairvoyant bool) (weights []float64, logRatio float64) {
+	w := make([]float64, len(TieredFeatureNames(clairvoyant)))
+	w[0], w[1] = math.Ln2, -1
+	return w, math.Log(4)
+}
+
+// maxTieredLogRatio bounds |LogRatio|: a ratio beyond e^10 only makes the
+// LP's coefficients ill-conditioned, it favours no further.
+const maxTieredLogRatio = 10
+
+// Name implements AllocationPolicy.
+func (p *TieredPackedPolicy) Name() string {
+	if p.Clairvoyant {
+		return "tiered_packed_clairvoyant"
+	}
+	return "tiered_packed"
+}
+
+// IsClairvoyant implements ClairvoyantPolicy.
+func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant }
+
+// Pairs implements PackingPolicy: the LP's co-located pairs.
+func (p *TieredPackedPolicy) Pairs(s *RoundState) []RoundPair { return p.lp.Pairs(s) }
+
+// Tier reports whether job i of s is in the upper tier.
+func (p *TieredPackedPolicy) Tier(s *RoundState, i int) bool {
+	p.f = tieredFeatures(p.f, s, i, p.Clairvoyant)
+	sc := 0.0
+	for k, w := range p.Weights {
+		sc += w * p.f[k]
+	}
+	return sc > 0
+}
+
+// Allocate implements AllocationPolicy: the LP of MaxMinFairnessPacked
+// over the jobs with their tiers' priorities.
+func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
+	names := TieredFeatureNames(p.Clairvoyant)
+	if len(p.Weights) != len(names) {
+		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
+	}
+	if !(math.Abs(p.LogRatio) <= maxTieredLogRatio) {
+		return fmt.Errorf("%s: log priority ratio %v, want within ±%d", p.Name(), p.LogRatio, maxTieredLogRatio)
+	}
+	ratio := math.Exp(p.LogRatio)
+	p.jobs = append(p.jobs[:0], s.Jobs...)
+	for i := range p.jobs {
+		if p.Tier(s, i) {
+			p.jobs[i].Priority *= ratio
+		}
+	}
+	orig := s.Jobs
+	s.Jobs = p.jobs
+	err := p.lp.Allocate(s, x)
+	s.Jobs = orig
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// tieredFeatures fills f with job i's TieredFeatureNames features.
+func tieredFeatures(f []float64, s *RoundState, i int, clairvoyant bool) []float64 {
+	nt := len(s.Types)
+	j := s.Jobs[i]
+	best, sum, n := 0.0, 0.0, 0
+	for _, v := range s.Throughput[i*nt : (i+1)*nt] {
+		if v > 0 {
+			best, sum, n = math.Max(best, v), sum+v, n+1
+		}
+	}
+	ageH := math.Max(0, s.Time-j.Arrival) / 3600
+	served, spread := 0.0, 0.0
+	if ageH > 0 {
+		served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
+	}
+	if best > 0 {
+		spread = math.Log(best * float64(n) / sum)
+	}
+	f = append(f[:0], 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale)), spread, served)
+	if clairvoyant {
+		rem := 0.0
+		if best > 0 {
+			rem = math.Log1p(j.StepsLeft / best / 3600)
+		}
+		f = append(f, rem)
+	}
+	return f
+}
+
+// TieredPolicyFile is the JSON form of a trained TieredPackedPolicy.
+type TieredPolicyFile struct {
+	Kind     string    `json:"kind"` // "tegrl-tiered-packed-allocation"
+	Features []string  `json:"features"`
+	Weights  []float64 `json:"weights"`
+	// LogPriorityRatio is TieredPackedPolicy.LogRatio.
+	LogPriorityRatio float64 `json:"log_priority_ratio"`
+	// Training records how the parameters were found (free-form, for
+	// people).
+	Training map[string]any `json:"training,omitempty"`
+}
+
+// TieredPolicyKind is the kind field of a tiered policy file.
+const TieredPolicyKind = "tegrl-tiered-packed-allocation"
+
+// ParseTieredPolicy reads a tiered policy file: its kind and feature
+// names must be this build's (TieredFeatures, or with ClairvoyantFeature
+// last: a clairvoyant policy), every weight finite and the log ratio
+// within ±10.
+func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
+	var f TieredPolicyFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("tiered policy: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("tiered policy: trailing data after the JSON object")
+	}
+	if f.Kind != TieredPolicyKind {
+		return nil, fmt.Errorf("tiered policy: kind %q, want %q", f.Kind, TieredPolicyKind)
+	}
+	clair := slices.Equal(f.Features, TieredFeatureNames(true))
+	if !clair && !slices.Equal(f.Features, TieredFeatures) {
+		return nil, fmt.Errorf("tiered policy: features %v, this build has %v (and %s for a clairvoyant policy)", f.Features, TieredFeatures, ClairvoyantFeature)
+	}
+	if len(f.Weights) != len(f.Features) {
+		return nil, fmt.Errorf("tiered policy: %d weights for %d features", len(f.Weights), len(f.Features))
+	}
+	for i, w := range f.Weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return nil, fmt.Errorf("tiered policy: weight %d (%s) is %v", i, f.Features[i], w)
+		}
+	}
+	if !(math.Abs(f.LogPriorityRatio) <= maxTieredLogRatio) {
+		return nil, fmt.Errorf("tiered policy: log_priority_ratio %v, want within ±%d", f.LogPriorityRatio, maxTieredLogRatio)
+	}
+	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, Clairvoyant: clair}, nil
+}
+
+// WriteTieredPolicy writes a tiered policy file at path; one weight more
+// than TieredFeatures makes it a clairvoyant policy.
+func WriteTieredPolicy(path string, weights []float64, logRatio float64, training map[string]any) error {
+	names := TieredFeatureNames(len(weights) == len(TieredFeatures)+1)
+	if len(weights) != len(names) {
+		return fmt.Errorf("tiered policy: %d weights for %d features", len(weights), len(names))
+	}
+	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
+		return fmt.Errorf("tiered policy: log priority ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
+	}
+	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: weights,
+		LogPriorityRatio: logRatio, Training: training}, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// policyFileKind returns a policy file's kind field ("" if it has none or
+// is not a JSON object).
+func policyFileKind(data []byte) string {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(data, &k)
+	return k.Kind
+}

@@ -1,0 +1,256 @@
+package env
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestTieredPackedPolicyTwoJobs: two 1-GPU jobs of different types on one
+// GPU, no space sharing. Max-min fairness with priorities p0 and p1 gives
+// job i the share that makes x_i / p_i equal, all of the GPU in use:
+// x = (p0, p1) / (p0 + p1). With the default weights job 0 (no service)
+// is in the upper tier at ratio 4 and job 1 (2 GPU-hours) is not: 0.8 and
+// 0.2. With the ratio at 0 (factor 1) they share equally.
+func TestTieredPackedPolicyTwoJobs(t *testing.T) {
+	s := &RoundState{Time: 7200, Types: []string{"v100"}, Capacity: []int{1},
+		Jobs:       []RoundJob{{ID: 0, Type: 0, Scale: 1, Priority: 1}, {ID: 1, Type: 1, Scale: 1, Attained: 7200, Priority: 1}},
+		Throughput: []float64{1, 1}}
+	w, r := DefaultTieredParams(false)
+	p := &TieredPackedPolicy{Weights: w, LogRatio: r}
+	if !p.Tier(s, 0) || p.Tier(s, 1) {
+		t.Fatalf("tiers %v %v, want upper, lower", p.Tier(s, 0), p.Tier(s, 1))
+	}
+	x := make([]float64, 2)
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x[0]-0.8) > 1e-9 || math.Abs(x[1]-0.2) > 1e-9 {
+		t.Fatalf("x = %v, want [0.8 0.2]", x)
+	}
+	if s.Jobs[0].Priority != 1 || s.Jobs[1].Priority != 1 {
+		t.Fatalf("the caller's jobs changed: %+v", s.Jobs)
+	}
+	even := &TieredPackedPolicy{Weights: w}
+	if err := even.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x[0]-0.5) > 1e-9 || math.Abs(x[1]-0.5) > 1e-9 {
+		t.Fatalf("ratio 1: x = %v, want [0.5 0.5]", x)
+	}
+}
+
+// TestTieredDefaultThreshold: the default upper tier is exactly the jobs
+// with under one GPU-hour of service.
+func TestTieredDefaultThreshold(t *testing.T) {
+	w, r := DefaultTieredParams(false)
+	p := &TieredPackedPolicy{Weights: w, LogRatio: r}
+	for _, c := range []struct {
+		attained float64
+		upper    bool
+	}{{0, true}, {3599, true}, {3601, false}, {36000, false}} {
+		s := &RoundState{Time: 1e5, Types: []string{"v100"}, Capacity: []int{4},
+			Jobs: []RoundJob{{ID: 0, Scale: 2, Attained: c.attained, Priority: 1}}, Throughput: []float64{1}}
+		if got := p.Tier(s, 0); got != c.upper {
+			t.Errorf("attained %v GPU-s: upper %v, want %v", c.attained, got, c.upper)
+		}
+	}
+}
+
+// TestTieredMatchesPrioritisedLP: on a packed round the tiered policy's
+// allocation and pairs are exactly max_min_fairness_packed's with the
+// upper tier's priorities multiplied by the ratio.
+func TestTieredMatchesPrioritisedLP(t *testing.T) {
+	s := &RoundState{Time: 20 * 3600, Types: []string{"v100", "p100", "k80"}, Capacity: []int{2, 2, 2},
+		Pair: func(i, k, j int) (float64, float64, bool) { return 0.7, 0.6, true }}
+	for i := range 9 {
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: i % 3, Scale: 1, Arrival: float64(i) * 3600, Attained: float64(i%4) * 3000, Priority: 1})
+		s.Throughput = append(s.Throughput, 3+float64(i%3), 2, 1)
+	}
+	w := []float64{1, -2, 0.3, 0, 0.5, -0.4}
+	p := &TieredPackedPolicy{Weights: w, LogRatio: 1.5}
+	x := make([]float64, 27)
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	ref := *s
+	ref.Jobs = slices.Clone(s.Jobs)
+	upper := 0
+	for i := range ref.Jobs {
+		if p.Tier(s, i) {
+			ref.Jobs[i].Priority = math.Exp(1.5)
+			upper++
+		}
+	}
+	if upper == 0 || upper == len(s.Jobs) {
+		t.Fatalf("%d of %d jobs in the upper tier: the case tests nothing", upper, len(s.Jobs))
+	}
+	var lp MaxMinFairnessPacked
+	y := make([]float64, 27)
+	if err := lp.Allocate(&ref, y); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(x, y) {
+		t.Fatalf("tiered %v\nLP with priorities %v", x, y)
+	}
+	a, b := p.Pairs(s), lp.Pairs(&ref)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("pairs %d and %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i].A != b[i].A || a[i].B != b[i].B || !slices.Equal(a[i].X, b[i].X) {
+			t.Fatalf("pair %d: %+v against %+v", i, a[i], b[i])
+		}
+	}
+}
+
+// TestTieredClairvoyant: the clairvoyant feature is log(1 + hours left on
+// the fastest type); with bias 1 and weight -1 on it a job needing 0.5 h
+// is upper (1 - ln 1.5 > 0) and one needing 2 h is not (1 - ln 3 < 0).
+func TestTieredClairvoyant(t *testing.T) {
+	w := make([]float64, len(TieredFeatures)+1)
+	w[0], w[len(TieredFeatures)] = 1, -1
+	p := &TieredPackedPolicy{Weights: w, Clairvoyant: true}
+	s := &RoundState{Types: []string{"v100", "k80"}, Capacity: []int{1, 1},
+		Jobs:       []RoundJob{{ID: 0, Scale: 1, StepsLeft: 7200 * 2, Priority: 1}, {ID: 1, Scale: 1, StepsLeft: 1800 * 2, Priority: 1}},
+		Throughput: []float64{2, 1, 2, 1}}
+	if p.Tier(s, 0) || !p.Tier(s, 1) {
+		t.Fatalf("tiers %v %v, want lower, upper", p.Tier(s, 0), p.Tier(s, 1))
+	}
+	if !IsClairvoyant(p) || IsClairvoyant(&TieredPackedPolicy{}) || p.Name() != "tiered_packed_clairvoyant" {
+		t.Fatal("clairvoyance misreported")
+	}
+	if err := p.Allocate(s, make([]float64, 4)); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&TieredPackedPolicy{Weights: w[:3]}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "3 weights") {
+		t.Fatalf("3 weights: %v", err)
+	}
+	if err := (&TieredPackedPolicy{Weights: w, Clairvoyant: true, LogRatio: math.NaN()}).Allocate(s, make([]float64, 4)); err == nil {
+		t.Fatal("NaN ratio accepted")
+	}
+}
+
+// TestTieredPolicyFile: a written file loads by path as the same policy;
+// malformed files are refused with the reason.
+func TestTieredPolicyFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "policy.json")
+	w := []float64{0.5, -1, 0.25, 0, 0, 0.125}
+	if err := WriteTieredPolicy(path, w, 1.5, map[string]any{"by": "test"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{path, dir} {
+		pol, err := AllocationPolicyByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, ok := pol.(*TieredPackedPolicy)
+		if !ok || !slices.Equal(tp.Weights, w) || tp.LogRatio != 1.5 || tp.Clairvoyant {
+			t.Fatalf("%s read back %T %+v", name, pol, pol)
+		}
+		if _, packs := pol.(PackingPolicy); !packs {
+			t.Fatal("a tiered policy does not pack")
+		}
+	}
+	if err := WriteTieredPolicy(path, w[:2], 1, nil); err == nil {
+		t.Error("2 weights written")
+	}
+	if err := WriteTieredPolicy(path, w, 11, nil); err == nil {
+		t.Error("ratio 11 written")
+	}
+	feats := `["bias","log_attained","log_age","log2_scale","log_spread","served_frac"]`
+	for name, c := range map[string]struct{ in, want string }{
+		"kind":     {`{"kind":"x"}`, "kind"},
+		"features": {`{"kind":"tegrl-tiered-packed-allocation","features":["bias"],"weights":[1]}`, "features"},
+		"count":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1]}`, "1 weights for 6"},
+		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
+		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
+		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
+	} {
+		if _, err := ParseTieredPolicy([]byte(c.in)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", name, err, c.want)
+		}
+	}
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"kind":"tegrl-tiered-packed-allocation","features":`+feats+`,"weights":[1,0,0,0,0,0],"log_priority_ratio":40}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := AllocationPolicyByName(bad); err == nil || !strings.Contains(err.Error(), "bad.json") {
+		t.Errorf("bad file: %v", err)
+	}
+}
+
+// TestTieredRunDeterministic: a short protocol run of the tiered policy
+// gives the same JCTs twice, and its allocations are valid (the round
+// mechanism checks them).
+func TestTieredRunDeterministic(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, r := DefaultTieredParams(false)
+	run := GavelRun{Policy: "tiered", Rate: 3, Seed: 4, New: func() AllocationPolicy { return &TieredPackedPolicy{Weights: w, LogRatio: r} },
+		Round: RoundConfig{MeasureFrom: 100, MeasureTo: 200}}
+	a, err := run.Run(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := run.Run(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.JCT) == 0 || !slices.Equal(a.JCT, b.JCT) {
+		t.Fatalf("runs differ or measured nothing: %d and %d JCTs", len(a.JCT), len(b.JCT))
+	}
+}
+
+// FuzzParseTieredPolicy: any input is refused with an error or gives a
+// policy with one finite weight per feature and a ratio in range.
+func FuzzParseTieredPolicy(f *testing.F) {
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac"],"weights":[0.69,-1,0,0,0,0],"log_priority_ratio":1.39}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":-1e999}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := ParseTieredPolicy(b)
+		if err != nil {
+			return
+		}
+		if len(p.Weights) != len(TieredFeatureNames(p.Clairvoyant)) || !(math.Abs(p.LogRatio) <= maxTieredLogRatio) {
+			t.Fatalf("%d weights, ratio %v", len(p.Weights), p.LogRatio)
+		}
+		for _, w := range p.Weights {
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				t.Fatalf("weight %v", w)
+			}
+		}
+	})
+}
+
+// BenchmarkTieredAllocate is BenchmarkMaxMinPacked's rounds under the
+// tiered policy with the default parameters, every other job in the upper
+// tier: up to twice the LP's job classes.
+func BenchmarkTieredAllocate(b *testing.B) {
+	for _, n := range []int{10, 100, 300} {
+		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
+			s := gavelPackedRound(b, n, 1)
+			for i := range s.Jobs {
+				s.Jobs[i].Attained = float64(i%2) * 7200
+			}
+			x := make([]float64, len(s.Throughput))
+			w, r := DefaultTieredParams(false)
+			p := &TieredPackedPolicy{Weights: w, LogRatio: r}
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := p.Allocate(s, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
+		})
+	}
+}
