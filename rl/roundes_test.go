@@ -219,6 +219,7 @@ func TestRoundESTiered(t *testing.T) {
 		want                      string
 	}{
 		{"small", "", "", false, "--tiered: only the gavel presets"},
+		{"gavel", "", "", false, "--tiered: trains on the continuous-single protocol only"},
 		{"gavel-single", "ppo", "", false, "--pack or --tiered"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs"},
 		{"gavel-single", "", "openb/16-multi@1", false, "--tiered: the tiered policy packs"},

@@ -64,7 +64,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --tiered, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
@@ -76,6 +76,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return o.runGavelPPO(ctx, w)
 	default:
 		return fmt.Errorf("--method %q: want es or ppo", o.GavelMethod)
+	}
+	if o.Tiered && o.Preset != "gavel-single" {
+		return fmt.Errorf("--tiered: trains on the continuous-single protocol only (--preset gavel-single)")
 	}
 	if o.Tiered && (o.Pack || o.Offline != "" || o.GavelScenarios != "") {
 		return fmt.Errorf("--tiered: the tiered policy packs through Gavel's LP and trains online on the protocol's runs (no --pack, --offline or --train-scenarios)")
@@ -93,16 +96,12 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("--eval-seeds: %w", err)
 		}
 	}
-	if err := os.MkdirAll(o.Out, 0o755); err != nil {
-		return err
-	}
 	cfg := DefaultRoundESConfig()
 	if o.Preset == "gavel-single" {
 		cfg = DefaultRoundESConfigSingle()
 	}
 	if o.Tiered {
 		cfg = DefaultRoundESConfigTiered()
-		cfg.Multi = o.Preset == "gavel"
 	}
 	cfg.Seed, cfg.Clairvoyant, cfg.Pack = o.Seed, o.Clairvoyant, o.Pack
 	if cfg.Pack {
@@ -122,8 +121,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Init != "" && cfg.Tiered {
 		p, err := env.AllocationPolicyByName(o.Init)
 		tp, ok := p.(*env.TieredPackedPolicy)
-		if err != nil || !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
-			return fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
+		if err != nil {
+			return fmt.Errorf("--init: %w", err)
+		}
+		if !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
+			return fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant", o.Init)
 		}
 		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio)
 	} else if o.Init != "" {
@@ -136,6 +138,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("--init %s: want a scored policy file (tegrl train --preset gavel output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
 		}
 		cfg.Init = sp.Weights
+	}
+	if err := os.MkdirAll(o.Out, 0o755); err != nil {
+		return err
 	}
 	logf, err := os.Create(filepath.Join(o.Out, "train_log.csv"))
 	if err != nil {

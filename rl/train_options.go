@@ -72,7 +72,7 @@ type TrainOptions struct {
 	// Pack is the gavel presets' packed scored policy.
 	Pack bool `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
-	Tiered      bool   `flag:"tiered" usage:"--preset gavel-single or gavel (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
+	Tiered      bool   `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
 	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
