@@ -234,3 +234,36 @@ func TestRoundESTiered(t *testing.T) {
 		t.Errorf("--tiered --init with a scored file: %v", err)
 	}
 }
+
+// TestTrainRoundESTieredDeterministic: tiered ES gives the same
+// parameters whatever the number of workers, and its result is a valid
+// tiered policy file that loads back as the same policy.
+func TestTrainRoundESTieredDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 10 protocol runs")
+	}
+	cfg := DefaultRoundESConfigTiered()
+	cfg.Rates, cfg.Seeds, cfg.Iterations, cfg.Pairs = []float64{4.0}, []uint64{100}, 1, 1
+	a, b := cfg, cfg
+	a.Workers, b.Workers = 1, 2
+	ra, err := TrainRoundES(context.Background(), a, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := TrainRoundES(context.Background(), b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness || len(ra.Weights) != len(env.TieredFeatures)+1 {
+		t.Fatalf("workers change the result: %v %v / %v %v", ra.Weights, ra.Fitness, rb.Weights, rb.Fitness)
+	}
+	w, r := tieredParams(ra.Weights)
+	path := t.TempDir() + "/policy.json"
+	if err := env.WriteTieredPolicy(path, w, r, nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := env.AllocationPolicyByName(path)
+	if tp, ok := p.(*env.TieredPackedPolicy); err != nil || !ok || !slices.Equal(tp.Weights, w) || tp.LogRatio != r {
+		t.Fatalf("read back %T %v", p, err)
+	}
+}
