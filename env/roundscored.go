@@ -173,30 +173,50 @@ const ScoredPolicyKind = "tegrl-scored-allocation"
 // clairvoyant policy) and every weight finite.
 func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	var f ScoredPolicyFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := decodePolicyFile(data, &f); err != nil {
 		return nil, fmt.Errorf("scored policy: %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("scored policy: trailing data after the JSON object")
-	}
-	if f.Kind != ScoredPolicyKind {
-		return nil, fmt.Errorf("scored policy: kind %q, want %q", f.Kind, ScoredPolicyKind)
-	}
-	clair := slices.Equal(f.Features, ScoredFeatureNames(true))
-	if !clair && !slices.Equal(f.Features, ScoredFeatures) {
-		return nil, fmt.Errorf("scored policy: features %v, this build has %v (and %s for a clairvoyant policy)", f.Features, ScoredFeatures, ClairvoyantFeature)
-	}
-	if len(f.Weights) != len(f.Features) {
-		return nil, fmt.Errorf("scored policy: %d weights for %d features", len(f.Weights), len(f.Features))
-	}
-	for i, w := range f.Weights {
-		if math.IsNaN(w) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("scored policy: weight %d (%s) is %v", i, f.Features[i], w)
-		}
+	clair, err := checkPolicyFile(f.Kind, ScoredPolicyKind, f.Features, ScoredFeatures, f.Weights)
+	if err != nil {
+		return nil, fmt.Errorf("scored policy: %w", err)
 	}
 	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack}, nil
+}
+
+// decodePolicyFile decodes one JSON object into v, refusing unknown fields
+// and anything after the object.
+func decodePolicyFile(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the JSON object")
+	}
+	return nil
+}
+
+// checkPolicyFile checks a learned policy file's kind, its feature names
+// (features, or features then ClairvoyantFeature: a clairvoyant policy,
+// which it reports) and one finite weight per feature.
+func checkPolicyFile(kind, wantKind string, names, features []string, weights []float64) (clairvoyant bool, err error) {
+	if kind != wantKind {
+		return false, fmt.Errorf("kind %q, want %q", kind, wantKind)
+	}
+	clairvoyant = len(names) == len(features)+1 && slices.Equal(names[:len(features)], features) && names[len(features)] == ClairvoyantFeature
+	if !clairvoyant && !slices.Equal(names, features) {
+		return false, fmt.Errorf("features %v, this build has %v (and %s for a clairvoyant policy)", names, features, ClairvoyantFeature)
+	}
+	if len(weights) != len(names) {
+		return false, fmt.Errorf("%d weights for %d features", len(weights), len(names))
+	}
+	for i, w := range weights {
+		if math.IsNaN(w) || math.IsInf(w, 0) {
+			return false, fmt.Errorf("weight %d (%s) is %v", i, names[i], w)
+		}
+	}
+	return clairvoyant, nil
 }
 
 // WriteScoredPolicy writes weights as a scored policy file at path; one

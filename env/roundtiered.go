@@ -1,7 +1,6 @@
 package env
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -181,28 +180,12 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 // within ±10.
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := decodePolicyFile(data, &f); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("tiered policy: trailing data after the JSON object")
-	}
-	if f.Kind != TieredPolicyKind {
-		return nil, fmt.Errorf("tiered policy: kind %q, want %q", f.Kind, TieredPolicyKind)
-	}
-	clair := slices.Equal(f.Features, TieredFeatureNames(true))
-	if !clair && !slices.Equal(f.Features, TieredFeatures) {
-		return nil, fmt.Errorf("tiered policy: features %v, this build has %v (and %s for a clairvoyant policy)", f.Features, TieredFeatures, ClairvoyantFeature)
-	}
-	if len(f.Weights) != len(f.Features) {
-		return nil, fmt.Errorf("tiered policy: %d weights for %d features", len(f.Weights), len(f.Features))
-	}
-	for i, w := range f.Weights {
-		if math.IsNaN(w) || math.IsInf(w, 0) {
-			return nil, fmt.Errorf("tiered policy: weight %d (%s) is %v", i, f.Features[i], w)
-		}
+	clair, err := checkPolicyFile(f.Kind, TieredPolicyKind, f.Features, TieredFeatures, f.Weights)
+	if err != nil {
+		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
 	if !(math.Abs(f.LogPriorityRatio) <= maxTieredLogRatio) {
 		return nil, fmt.Errorf("tiered policy: log_priority_ratio %v, want within ±%d", f.LogPriorityRatio, maxTieredLogRatio)
