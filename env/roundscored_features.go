@@ -48,19 +48,9 @@ func (fs *ScoredFeatureSet) Compute(s *RoundState, prev map[int]int, clairvoyant
 	load := math.Log1p(float64(demand) / math.Max(1, float64(gpus)))
 	for i, j := range s.Jobs {
 		row := s.Throughput[i*nt : (i+1)*nt]
-		best, sum, n := 0.0, 0.0, 0
-		for _, v := range row {
-			if v > 0 {
-				best, sum, n = math.Max(best, v), sum+v, n+1
-			}
-		}
+		best, spread, ageH, served := jobStats(s, i)
 		if best == 0 {
 			continue
-		}
-		ageH := math.Max(0, s.Time-j.Arrival) / 3600
-		served := 0.0
-		if ageH > 0 {
-			served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
 		}
 		prevT, running := prev[j.ID]
 		for t, v := range row {
@@ -74,11 +64,35 @@ func (fs *ScoredFeatureSet) Compute(s *RoundState, prev map[int]int, clairvoyant
 			f[0], f[1], f[2], f[3] = 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale))
 			f[4] = math.Log(v / best)
 			f[5] = float64(b2f(running && prevT == t))
-			f[6], f[7], f[8] = float64(b2f(running)), math.Log(best*float64(n)/sum), served
+			f[6], f[7], f[8] = float64(b2f(running)), spread, served
 			f[9] = f[4] * load
 			if clairvoyant {
 				f[10] = math.Log1p(j.StepsLeft / v / 3600)
 			}
 		}
 	}
+}
+
+// jobStats is what the learned policies read of job i beyond its own
+// fields: its best throughput over the types (0: it runs nowhere), the
+// log of best over mean throughput where it runs (how much type matters
+// to it; 0 when it runs nowhere), its age in hours and the share of its
+// life it has run (attained GPU-seconds over scale × age, at most 1).
+func jobStats(s *RoundState, i int) (best, spread, ageH, served float64) {
+	nt := len(s.Types)
+	j := &s.Jobs[i]
+	sum, n := 0.0, 0
+	for _, v := range s.Throughput[i*nt : (i+1)*nt] {
+		if v > 0 {
+			best, sum, n = math.Max(best, v), sum+v, n+1
+		}
+	}
+	ageH = math.Max(0, s.Time-j.Arrival) / 3600
+	if ageH > 0 {
+		served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
+	}
+	if best > 0 {
+		spread = math.Log(best * float64(n) / sum)
+	}
+	return best, spread, ageH, served
 }

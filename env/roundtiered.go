@@ -132,22 +132,8 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 
 // tieredFeatures fills f with job i's TieredFeatureNames features.
 func tieredFeatures(f []float64, s *RoundState, i int, clairvoyant bool) []float64 {
-	nt := len(s.Types)
 	j := s.Jobs[i]
-	best, sum, n := 0.0, 0.0, 0
-	for _, v := range s.Throughput[i*nt : (i+1)*nt] {
-		if v > 0 {
-			best, sum, n = math.Max(best, v), sum+v, n+1
-		}
-	}
-	ageH := math.Max(0, s.Time-j.Arrival) / 3600
-	served, spread := 0.0, 0.0
-	if ageH > 0 {
-		served = math.Min(1, j.Attained/(float64(j.Scale)*ageH*3600))
-	}
-	if best > 0 {
-		spread = math.Log(best * float64(n) / sum)
-	}
+	best, spread, ageH, served := jobStats(s, i)
 	f = append(f[:0], 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale)), spread, served)
 	if clairvoyant {
 		rem := 0.0
