@@ -136,10 +136,7 @@ func (s *RoundSim) Stats(r RoundResult) RunStats {
 	nan := math.NaN()
 	st := RunStats{P99JCTHours: nan, MaxSlowdown: nan, FTFMax: nan, FTFUnfair: nan}
 	if !r.Saturated && len(r.JCT) > 0 {
-		v := slices.Clone(r.JCT)
-		slices.Sort(v)
-		k := int(math.Ceil(0.99*float64(len(v)))) - 1
-		st.P99JCTHours = v[max(k, 0)] / 3600
+		st.P99JCTHours = r.P99JCTHours()
 		st.MaxSlowdown, st.FTFMax, st.FTFUnfair = s.fairness()
 	}
 	busy := 0.0

@@ -94,6 +94,18 @@ type RoundResult struct {
 	Moves      int     // rounds in which a running job changed GPUs
 }
 
+// P99JCTHours is the 99th percentile (nearest rank) of r's measured JCTs
+// in hours; NaN when r is saturated or measured no job.
+func (r RoundResult) P99JCTHours() float64 {
+	if r.Saturated || len(r.JCT) == 0 {
+		return math.NaN()
+	}
+	v := slices.Clone(r.JCT)
+	slices.Sort(v)
+	k := int(math.Ceil(0.99*float64(len(v)))) - 1
+	return v[max(k, 0)] / 3600
+}
+
 // JobSource yields jobs in arrival order.
 type JobSource interface {
 	Next() DLJob

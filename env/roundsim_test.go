@@ -324,3 +324,24 @@ func TestGangTooLarge(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestRoundResultP99: nearest rank, in hours; NaN when saturated or empty.
+func TestRoundResultP99(t *testing.T) {
+	var r RoundResult
+	for i := 200; i >= 1; i-- {
+		r.JCT = append(r.JCT, float64(i)*3600)
+	}
+	if got := r.P99JCTHours(); got != 198 {
+		t.Fatalf("p99 of 1..200 h: %v, want 198", got)
+	}
+	if r.JCT[0] != 200*3600 {
+		t.Fatal("P99JCTHours reordered the result's JCTs")
+	}
+	r.Saturated = true
+	if got := r.P99JCTHours(); !math.IsNaN(got) {
+		t.Fatalf("saturated: %v", got)
+	}
+	if got := (RoundResult{}).P99JCTHours(); !math.IsNaN(got) {
+		t.Fatalf("empty: %v", got)
+	}
+}

@@ -14,7 +14,7 @@ import (
 // shares and space-sharing pairs chosen together) and learns only which
 // jobs it should favour. A linear score over features a real scheduler
 // sees (attained service, age, gang size, how much GPU type matters to the
-// job, the share of its life it has run) splits the active jobs into two
+// job, the share of its life it has run, how loaded the cluster is) splits the active jobs into two
 // tiers; a job in the upper tier (score > 0) enters the LP with its
 // priority multiplied by exp(LogRatio), so max-min fairness gives it that
 // many times the normalised throughput of a lower-tier job. With the
@@ -43,6 +43,7 @@ type TieredPackedPolicy struct {
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
 	f    []float64
+	load float64 // log_load of the state being allocated
 }
 
 // TieredFeatures names the job features of a TieredPackedPolicy's tier
@@ -54,6 +55,7 @@ var TieredFeatures = []string{
 	"log2_scale",   // log2(GPUs of the gang)
 	"log_spread",   // log(best throughput / mean throughput over types): how much type matters to the job
 	"served_frac",  // attained GPU-seconds / (scale x age): the share of its life it ran
+	"log_load",     // log(GPUs the active jobs demand / the cluster's GPUs): the same for every job, it moves the tier threshold with load
 }
 
 // TieredFeatureNames is the feature list of a tiered policy, with
@@ -95,7 +97,13 @@ func (p *TieredPackedPolicy) Pairs(s *RoundState) []RoundPair { return p.lp.Pair
 
 // Tier reports whether job i of s is in the upper tier.
 func (p *TieredPackedPolicy) Tier(s *RoundState, i int) bool {
-	p.f = tieredFeatures(p.f, s, i, p.Clairvoyant)
+	p.load = logLoad(s)
+	return p.tier(s, i)
+}
+
+// tier is Tier with p.load already computed for s.
+func (p *TieredPackedPolicy) tier(s *RoundState, i int) bool {
+	p.f = tieredFeatures(p.f, s, i, p.load, p.Clairvoyant)
 	sc := 0.0
 	for k, w := range p.Weights {
 		sc += w * p.f[k]
@@ -115,8 +123,9 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	}
 	ratio := math.Exp(p.LogRatio)
 	p.jobs = append(p.jobs[:0], s.Jobs...)
+	p.load = logLoad(s)
 	for i := range p.jobs {
-		if p.Tier(s, i) {
+		if p.tier(s, i) {
 			p.jobs[i].Priority *= ratio
 		}
 	}
@@ -130,11 +139,28 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	return nil
 }
 
-// tieredFeatures fills f with job i's TieredFeatureNames features.
-func tieredFeatures(f []float64, s *RoundState, i int, clairvoyant bool) []float64 {
+// logLoad is the log_load feature of s: log(GPUs its active jobs demand /
+// the cluster's GPUs), 0 for an empty state or cluster.
+func logLoad(s *RoundState) float64 {
+	demand, gpus := 0, 0
+	for i := range s.Jobs {
+		demand += s.Jobs[i].Scale
+	}
+	for _, c := range s.Capacity {
+		gpus += c
+	}
+	if demand == 0 || gpus == 0 {
+		return 0
+	}
+	return math.Log(float64(demand) / float64(gpus))
+}
+
+// tieredFeatures fills f with job i's TieredFeatureNames features; load
+// is logLoad(s).
+func tieredFeatures(f []float64, s *RoundState, i int, load float64, clairvoyant bool) []float64 {
 	j := s.Jobs[i]
 	best, spread, ageH, served := jobStats(s, i)
-	f = append(f[:0], 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale)), spread, served)
+	f = append(f[:0], 1, math.Log1p(j.Attained/3600), math.Log1p(ageH), math.Log2(float64(j.Scale)), spread, served, load)
 	if clairvoyant {
 		rem := 0.0
 		if best > 0 {

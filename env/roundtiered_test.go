@@ -71,7 +71,7 @@ func TestTieredMatchesPrioritisedLP(t *testing.T) {
 		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: i % 3, Scale: 1, Arrival: float64(i) * 3600, Attained: float64(i%4) * 3000, Priority: 1})
 		s.Throughput = append(s.Throughput, 3+float64(i%3), 2, 1)
 	}
-	w := []float64{1, -2, 0.3, 0, 0.5, -0.4}
+	w := []float64{1, -2, 0.3, 0, 0.5, -0.4, 0.2}
 	p := &TieredPackedPolicy{Weights: w, LogRatio: 1.5}
 	x := make([]float64, 27)
 	if err := p.Allocate(s, x); err != nil {
@@ -108,6 +108,34 @@ func TestTieredMatchesPrioritisedLP(t *testing.T) {
 	}
 }
 
+// TestTieredLoad: log_load is log(GPUs demanded / GPUs), the same for
+// every job; with bias 0.5 and weight -1 on it a job is upper while the
+// active jobs demand the cluster's GPUs (0.5 > 0) and lower at twice that
+// (0.5 - ln 2 < 0).
+func TestTieredLoad(t *testing.T) {
+	w := make([]float64, len(TieredFeatures))
+	w[0], w[slices.Index(TieredFeatures, "log_load")] = 0.5, -1
+	p := &TieredPackedPolicy{Weights: w}
+	s := &RoundState{Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
+		Jobs: []RoundJob{{ID: 0, Scale: 2, Priority: 1}, {ID: 1, Scale: 2, Priority: 1}}, Throughput: []float64{2, 1, 2, 1}}
+	if got := logLoad(s); got != 0 {
+		t.Fatalf("log_load at demand = GPUs: %v", got)
+	}
+	if !p.Tier(s, 0) || !p.Tier(s, 1) {
+		t.Fatal("demand = GPUs: want both upper")
+	}
+	s.Jobs[0].Scale, s.Jobs[1].Scale = 4, 4
+	if got := logLoad(s); math.Abs(got-math.Ln2) > 1e-15 {
+		t.Fatalf("log_load at twice the GPUs: %v, want ln 2", got)
+	}
+	if p.Tier(s, 0) || p.Tier(s, 1) {
+		t.Fatal("demand = 2 x GPUs: want both lower")
+	}
+	if got := logLoad(&RoundState{Capacity: []int{4}}); got != 0 {
+		t.Fatalf("log_load with no job: %v", got)
+	}
+}
+
 // TestTieredClairvoyant: the clairvoyant feature is log(1 + hours left on
 // the fastest type); with bias 1 and weight -1 on it a job needing 0.5 h
 // is upper (1 - ln 1.5 > 0) and one needing 2 h is not (1 - ln 3 < 0).
@@ -140,7 +168,7 @@ func TestTieredClairvoyant(t *testing.T) {
 func TestTieredPolicyFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.json")
-	w := []float64{0.5, -1, 0.25, 0, 0, 0.125}
+	w := []float64{0.5, -1, 0.25, 0, 0, 0.125, -0.5}
 	if err := WriteTieredPolicy(path, w, 1.5, map[string]any{"by": "test"}); err != nil {
 		t.Fatal(err)
 	}
@@ -163,12 +191,12 @@ func TestTieredPolicyFile(t *testing.T) {
 	if err := WriteTieredPolicy(path, w, 11, nil); err == nil {
 		t.Error("ratio 11 written")
 	}
-	feats := `["bias","log_attained","log_age","log2_scale","log_spread","served_frac"]`
+	feats := `["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"]`
 	for name, c := range map[string]struct{ in, want string }{
 		"kind":     {`{"kind":"x"}`, "kind"},
 		"features": {`{"kind":"tegrl-tiered-packed-allocation","features":["bias"],"weights":[1]}`, "features"},
-		"count":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1]}`, "1 weights for 6"},
-		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
+		"count":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1]}`, "1 weights for 7"},
+		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
 		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
 		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
 	} {
@@ -177,7 +205,7 @@ func TestTieredPolicyFile(t *testing.T) {
 		}
 	}
 	bad := filepath.Join(dir, "bad.json")
-	if err := os.WriteFile(bad, []byte(`{"kind":"tegrl-tiered-packed-allocation","features":`+feats+`,"weights":[1,0,0,0,0,0],"log_priority_ratio":40}`), 0o644); err != nil {
+	if err := os.WriteFile(bad, []byte(`{"kind":"tegrl-tiered-packed-allocation","features":`+feats+`,"weights":[1,0,0,0,0,0,0],"log_priority_ratio":40}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := AllocationPolicyByName(bad); err == nil || !strings.Contains(err.Error(), "bad.json") {
@@ -212,8 +240,8 @@ func TestTieredRunDeterministic(t *testing.T) {
 // FuzzParseTieredPolicy: any input is refused with an error or gives a
 // policy with one finite weight per feature and a ratio in range.
 func FuzzParseTieredPolicy(f *testing.F) {
-	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac"],"weights":[0.69,-1,0,0,0,0],"log_priority_ratio":1.39}`))
-	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":-1e999}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0,0],"log_priority_ratio":-1e999}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTieredPolicy(b)

@@ -54,6 +54,11 @@ type RoundESConfig struct {
 	// Penalty is the relative JCT charged for a run that stopped at the
 	// simulator's bound (above capacity), or that left every job idle.
 	Penalty float64
+	// TailWeight charges a run's p99 JCT beyond Baseline's: a run's
+	// relative JCT gains TailWeight × max(0, p99 / Baseline's p99 − 1),
+	// so a candidate cannot buy its mean with the longest jobs' wait.
+	// 0 scores the mean alone.
+	TailWeight float64
 	// MaxActive bounds a training run (env.RoundConfig.MaxActive): a bad
 	// candidate is cut short at this many active jobs.
 	MaxActive int
@@ -139,7 +144,8 @@ func DefaultRoundESConfigSingle() RoundESConfig {
 // continuous-single protocol: 6.4 and 7.0 jobs/h, where
 // max_min_fairness_packed is furthest above the floor while every seed
 // still finishes, on training seeds 100-101, relative to
-// max_min_fairness_packed. Each run solves Gavel's packed LP at every
+// max_min_fairness_packed, with the p99 beyond its charged at TailWeight
+// 0.5. Each run solves Gavel's packed LP at every
 // arrival and completion (about 12 s a run), so the population and the
 // iterations are smaller than the scored policy's: about 30 minutes on 2
 // cores.
@@ -147,6 +153,9 @@ func DefaultRoundESConfigTiered() RoundESConfig {
 	c := DefaultRoundESConfigSingle()
 	c.Tiered, c.Rates, c.Seeds, c.Baseline = true, []float64{6.4, 7.0}, []uint64{100, 101}, "max_min_fairness_packed"
 	c.Iterations, c.Pairs = 8, 4
+	// LAS-like tiers shorten the mean by delaying the longest jobs; the
+	// tail charge keeps their p99 near the baseline's.
+	c.TailWeight = 0.5
 	return c
 }
 
@@ -204,16 +213,16 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 		return RoundESResult{}, err
 	}
 	runs := len(cfg.Rates)*len(cfg.Seeds) + len(cfg.Scenarios)
-	base := make([]float64, runs)
+	base := make([]runJCT, runs)
 	if err := report.ForEach(ctx, runs, cfg.Workers, func(k int) error {
-		avg, saturated, err := cfg.runAt(tab, k, nil)
+		r, err := cfg.runAt(tab, k, nil)
 		if err != nil {
 			return err
 		}
-		if saturated {
+		if r.atBound {
 			return fmt.Errorf("round ES: baseline %s stops at the bound on %s: choose lower rates or loads", cfg.Baseline, cfg.runName(k))
 		}
-		base[k] = avg
+		base[k] = r
 		return nil
 	}); err != nil {
 		return RoundESResult{}, err
@@ -299,10 +308,16 @@ func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	return &p
 }
 
+// runJCT is one training run's measured JCTs: average and p99 in hours,
+// and whether the run stopped at the bound (then the hours mean nothing).
+type runJCT struct {
+	avg, p99 float64
+	atBound  bool
+}
+
 // runAt is the k-th training run under weights w (the baseline when w is
-// nil): the protocol's runs, then Scenarios. It returns the average JCT
-// in hours and whether the run stopped at the bound.
-func (cfg RoundESConfig) runAt(tab *env.ThroughputTable, k int, w []float64) (float64, bool, error) {
+// nil): the protocol's runs, then Scenarios.
+func (cfg RoundESConfig) runAt(tab *env.ThroughputTable, k int, w []float64) (runJCT, error) {
 	if g := len(cfg.Rates) * len(cfg.Seeds); k >= g {
 		sc := cfg.Scenarios[k-g]
 		rc := report.GPURunConfig{Scenario: sc.Scenario, Load: sc.Load, Policy: cfg.Baseline, Seed: sc.Seed}
@@ -312,18 +327,31 @@ func (cfg RoundESConfig) runAt(tab *env.ThroughputTable, k int, w []float64) (fl
 		}
 		m, err := report.RunGPU(rc)
 		if err != nil {
-			return 0, false, err
+			return runJCT{}, err
 		}
-		if m.AtBound || m.AvgJCT == nil {
-			return 0, true, nil
+		if m.AtBound || m.AvgJCT == nil || m.P99JCT == nil {
+			return runJCT{atBound: true}, nil
 		}
-		return *m.AvgJCT, false, nil
+		return runJCT{avg: *m.AvgJCT, p99: *m.P99JCT}, nil
 	}
 	r, err := cfg.run(k, w).Run(tab)
 	if err != nil {
-		return 0, false, err
+		return runJCT{}, err
 	}
-	return r.AvgJCTHours, r.Saturated || math.IsNaN(r.AvgJCTHours), nil
+	return runJCT{avg: r.AvgJCTHours, p99: r.P99JCTHours(), atBound: r.Saturated || math.IsNaN(r.AvgJCTHours)}, nil
+}
+
+// relative is a run's score against the baseline's run on the same rate
+// and seed (1: as good as the baseline), at most Penalty.
+func (cfg RoundESConfig) relative(r, base runJCT) float64 {
+	if r.atBound {
+		return cfg.Penalty
+	}
+	rel := r.avg / base.avg
+	if cfg.TailWeight > 0 {
+		rel += cfg.TailWeight * math.Max(0, r.p99/base.p99-1)
+	}
+	return math.Min(cfg.Penalty, rel)
 }
 
 // runName names the k-th training run for errors.
@@ -337,21 +365,17 @@ func (cfg RoundESConfig) runName(k int) string {
 
 // evaluate fills fit[c] with candidate c's mean relative JCT over the
 // training runs and sat[c] with its runs stopped at the bound.
-func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable, cand [][]float64, base, fit []float64, sat []int) error {
+func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable, cand [][]float64, base []runJCT, fit []float64, sat []int) error {
 	runs := len(base)
 	rel := make([]float64, len(cand)*runs)
 	satRun := make([]bool, len(rel))
 	err := report.ForEach(ctx, len(rel), cfg.Workers, func(i int) error {
 		c, k := i/runs, i%runs
-		avg, saturated, err := cfg.runAt(tab, k, cand[c])
+		r, err := cfg.runAt(tab, k, cand[c])
 		if err != nil {
 			return err
 		}
-		if saturated {
-			rel[i], satRun[i] = cfg.Penalty, true
-			return nil
-		}
-		rel[i] = math.Min(cfg.Penalty, avg/base[k])
+		rel[i], satRun[i] = cfg.relative(r, base[k]), r.atBound
 		return nil
 	})
 	if err != nil {

@@ -116,22 +116,47 @@ func TestTrainRoundESScenario(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := len(cfg.Rates) * len(cfg.Seeds)
-	avg, sat, err := cfg.runAt(tab, g, nil)
-	if err != nil || sat || !(avg > 0) {
-		t.Fatalf("baseline on the scenario: %v %v %v", avg, sat, err)
+	b, err := cfg.runAt(tab, g, nil)
+	if err != nil || b.atBound || !(b.avg > 0) || !(b.p99 >= b.avg) {
+		t.Fatalf("baseline on the scenario: %+v %v", b, err)
 	}
 	w := env.DefaultScoredWeights()
-	avgW, _, err := cfg.runAt(tab, g, w)
+	rw, err := cfg.runAt(tab, g, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m, err := report.RunGPU(report.GPURunConfig{Scenario: "openb/16-multi", Load: 0.5, Seed: 3,
 		New: func() env.AllocationPolicy { return &env.ScoredPolicy{Weights: w} }})
-	if err != nil || m.AvgJCT == nil || *m.AvgJCT != avgW {
-		t.Fatalf("scored run %v, RunGPU %+v %v", avgW, m, err)
+	if err != nil || m.AvgJCT == nil || *m.AvgJCT != rw.avg || *m.P99JCT != rw.p99 {
+		t.Fatalf("scored run %+v, RunGPU %+v %v", rw, m, err)
 	}
 	if name := cfg.runName(g); name != "openb/16-multi at load 0.50 seed 3" {
 		t.Errorf("run name %q", name)
+	}
+}
+
+// TestRoundESRelative: a run scores its average JCT over the baseline's,
+// plus TailWeight times its p99's excess over the baseline's (none for a
+// shorter tail), at most Penalty; a run at the bound scores Penalty.
+func TestRoundESRelative(t *testing.T) {
+	base := runJCT{avg: 20, p99: 200}
+	cfg := RoundESConfig{Penalty: 5}
+	for _, c := range []struct {
+		tail float64
+		r    runJCT
+		want float64
+	}{
+		{0, runJCT{avg: 19, p99: 300}, 0.95},
+		{0.5, runJCT{avg: 19, p99: 300}, 0.95 + 0.25},
+		{0.5, runJCT{avg: 19, p99: 150}, 0.95},
+		{0.5, runJCT{avg: 19, p99: 200}, 0.95},
+		{2, runJCT{avg: 19, p99: 1000}, 5},
+		{0.5, runJCT{atBound: true}, 5},
+	} {
+		cfg.TailWeight = c.tail
+		if got := cfg.relative(c.r, base); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("tail %v, run %+v: %v, want %v", c.tail, c.r, got, c.want)
+		}
 	}
 }
 
@@ -159,7 +184,7 @@ func TestRoundESPack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	alone, aloneBound, err := cfg.runAt(tab, 0, w)
+	alone, err := cfg.runAt(tab, 0, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,12 +192,12 @@ func TestRoundESPack(t *testing.T) {
 	if _, ok := cfg.policy(w).(*env.PackedScoredPolicy); !ok {
 		t.Fatalf("Pack gives %T", cfg.policy(w))
 	}
-	packed, packedBound, err := cfg.runAt(tab, 0, w)
+	packed, err := cfg.runAt(tab, 0, w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if packedBound || !(aloneBound || packed < alone) {
-		t.Fatalf("packed %.2f h (bound %v), unpacked %.2f h (bound %v)", packed, packedBound, alone, aloneBound)
+	if packed.atBound || !(alone.atBound || packed.avg < alone.avg) {
+		t.Fatalf("packed %+v, unpacked %+v", packed, alone)
 	}
 }
 

@@ -64,14 +64,14 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		if o.Set != nil && o.Set(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --tiered, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Tiered {
-			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs (no --offline, --clairvoyant, --train-scenarios, --pack or --tiered)")
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Tiered || (o.Set != nil && o.Set("tail-weight")) {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --tiered or --tail-weight)")
 		}
 		return o.runGavelPPO(ctx, w)
 	default:
@@ -82,6 +82,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	}
 	if o.Tiered && (o.Pack || o.Offline != "" || o.GavelScenarios != "") {
 		return fmt.Errorf("--tiered: the tiered policy packs through Gavel's LP and trains online on the protocol's runs (no --pack, --offline or --train-scenarios)")
+	}
+	if o.Offline != "" && o.Set != nil && o.Set("tail-weight") {
+		return fmt.Errorf("--tail-weight: offline learning fits logged decisions; it runs no protocol to measure a tail on")
 	}
 	if o.Offline != "" {
 		if o.Pack {
@@ -107,6 +110,12 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if cfg.Pack {
 		// The unpacked baselines stop at the bound where packing matters.
 		cfg.Baseline = "max_min_fairness_packed"
+	}
+	if o.Set != nil && o.Set("tail-weight") {
+		if !(o.TailWeight >= 0 && o.TailWeight <= 100) {
+			return fmt.Errorf("--tail-weight %v: want a weight in [0, 100]", o.TailWeight)
+		}
+		cfg.TailWeight = o.TailWeight
 	}
 	if o.GavelRates != "" {
 		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
@@ -156,7 +165,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return err
 	}
 	pol := filepath.Join(o.Out, "policy.json")
-	training := map[string]any{"method": "evolution strategies", "multi": cfg.Multi,
+	training := map[string]any{"method": "evolution strategies", "multi": cfg.Multi, "tail_weight": cfg.TailWeight,
 		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
 	features := env.ScoredFeatureNames(cfg.Clairvoyant)
 	switch {

@@ -190,16 +190,16 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 	}
 	es := cfg.es()
 	runs := len(cfg.Rates) * len(cfg.Seeds)
-	base := make([]float64, runs)
+	base, baseAvg := make([]runJCT, runs), make([]float64, runs)
 	if err := report.ForEach(ctx, runs, cfg.Workers, func(k int) error {
-		avg, saturated, err := es.runAt(tab, k, nil)
+		r, err := es.runAt(tab, k, nil)
 		if err != nil {
 			return err
 		}
-		if saturated {
+		if r.atBound {
 			return fmt.Errorf("round PPO: baseline %s stops at the bound on %s: choose lower rates", cfg.Baseline, es.runName(k))
 		}
-		base[k] = avg
+		base[k], baseAvg[k] = r, r.avg
 		return nil
 	}); err != nil {
 		return RoundPPOResult{}, err
@@ -232,7 +232,7 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 		if err != nil {
 			return res, err
 		}
-		pts := cfg.advantages(ro, base, es.Penalty, &rec)
+		pts := cfg.advantages(ro, baseAvg, es.Penalty, &rec)
 		cfg.update(ctx, theta, pts, adam, rng, &rec)
 		rec.Weights = slices.Clone(theta)
 		res.Curve = append(res.Curve, rec)

@@ -170,7 +170,7 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 		"kind":        strings.Replace(string(good), env.ScoredPolicyKind, "x", 1),
 		"clairvoyant": string(clair),
 		"packed":      strings.Replace(string(good), `"weights"`, `"pack": true, "weights"`, 1),
-		"tiered":      `{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac"],"weights":[0.69,-1,0,0,0,0],"log_priority_ratio":1.39}`,
+		"tiered":      `{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`,
 		"large":       strings.Repeat(" ", maxAllocPolicyBytes+1),
 	}
 	for what, body := range bad {
