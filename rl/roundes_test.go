@@ -3,6 +3,8 @@ package rl
 import (
 	"context"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -229,7 +231,7 @@ func TestRoundESTiered(t *testing.T) {
 		t.Fatalf("clairvoyant from a non-clairvoyant init: %v", err)
 	}
 	cfg.Init = []float64{1, 2}
-	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "2 initial weights, want 8") {
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "2 initial weights, want 9") {
 		t.Fatalf("short init: %v", err)
 	}
 	cfg.Pack = true
@@ -245,7 +247,7 @@ func TestRoundESTiered(t *testing.T) {
 	}{
 		{"small", "", "", false, "--tiered: only the gavel presets"},
 		{"gavel", "", "", false, "--tiered: trains on the continuous-single protocol only"},
-		{"gavel-single", "ppo", "", false, "--pack or --tiered"},
+		{"gavel-single", "ppo", "", false, "--pack, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs"},
 		{"gavel-single", "", "openb/16-multi@1", false, "--tiered: the tiered policy packs"},
 	} {
@@ -257,6 +259,37 @@ func TestRoundESTiered(t *testing.T) {
 	o.Preset, o.GavelMethod, o.GavelScenarios, o.Pack, o.Init = "gavel-single", "", "", false, "../docs/policies/gavel-single.json"
 	if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), "want a tiered policy file") {
 		t.Errorf("--tiered --init with a scored file: %v", err)
+	}
+}
+
+// TestTailWeightFlag: --tail-weight is refused where no protocol run's
+// p99 is scored (other presets, PPO, offline) and out of [0, 100], before
+// anything is written.
+func TestTailWeightFlag(t *testing.T) {
+	if DefaultRoundESConfig().TailWeight != 0 || DefaultRoundESConfigTiered().TailWeight != 0.5 {
+		t.Fatal("preset tail weights changed")
+	}
+	for _, c := range []struct {
+		preset, method, offline string
+		tail                    float64
+		want                    string
+	}{
+		{"small", "", "", 1, "--tail-weight: only the gavel presets"},
+		{"gavel-single", "ppo", "", 1, "--tail-weight)"},
+		{"gavel-single", "", "runs/x", 1, "--tail-weight: offline learning"},
+		{"gavel-single", "", "", -1, "--tail-weight -1: want a weight in [0, 100]"},
+		{"gavel", "", "", math.NaN(), "want a weight in [0, 100]"},
+	} {
+		o := DefaultTrainOptions()
+		o.Out = filepath.Join(t.TempDir(), "out")
+		o.Preset, o.GavelMethod, o.Offline, o.TailWeight = c.preset, c.method, c.offline, c.tail
+		o.Set = func(name string) bool { return name == "tail-weight" }
+		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--preset %s --method %q --offline %q --tail-weight %v: %v, want %q", c.preset, c.method, c.offline, c.tail, err, c.want)
+		}
+		if _, err := os.Stat(o.Out); !os.IsNotExist(err) {
+			t.Errorf("--preset %s: output folder written (%v)", c.preset, err)
+		}
 	}
 }
 
