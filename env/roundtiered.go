@@ -16,8 +16,10 @@ import (
 // sees (attained service, age, gang size, how much GPU type matters to the
 // job, the share of its life it has run, how loaded the cluster is) splits the active jobs into two
 // tiers; a job in the upper tier (score > 0) enters the LP with its
-// priority multiplied by exp(LogRatio), so max-min fairness gives it that
-// many times the normalised throughput of a lower-tier job. With the
+// priority multiplied by exp(LogRatio + LoadSlope × log_load), so max-min
+// fairness gives it that many times the normalised throughput of a
+// lower-tier job; a negative LoadSlope favours the upper tier less as the
+// cluster fills, where its longest jobs would otherwise wait longest. With the
 // default weights the upper tier is the jobs with less than one GPU-hour
 // of service, weighted 4: least attained service, as Tiresias
 // (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
@@ -34,8 +36,13 @@ import (
 type TieredPackedPolicy struct {
 	// Weights has one weight per TieredFeatureNames(Clairvoyant) feature.
 	Weights []float64
-	// LogRatio is the natural log of the upper tier's priority factor.
+	// LogRatio is the natural log of the upper tier's priority factor
+	// when the active jobs demand exactly the cluster's GPUs.
 	LogRatio float64
+	// LoadSlope is how the log factor moves with log_load (log of the
+	// GPUs the active jobs demand over the cluster's GPUs); the sum is
+	// held within ±10.
+	LoadSlope float64
 	// Clairvoyant adds ClairvoyantFeature (log(1 + remaining hours on
 	// the job's fastest type)).
 	Clairvoyant bool
@@ -118,12 +125,12 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
 	}
-	if !(math.Abs(p.LogRatio) <= maxTieredLogRatio) {
-		return fmt.Errorf("%s: log priority ratio %v, want within ±%d", p.Name(), p.LogRatio, maxTieredLogRatio)
+	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	ratio := math.Exp(p.LogRatio)
-	p.jobs = append(p.jobs[:0], s.Jobs...)
 	p.load = logLoad(s)
+	ratio := math.Exp(max(-maxTieredLogRatio, min(maxTieredLogRatio, p.LogRatio+p.LoadSlope*p.load)))
+	p.jobs = append(p.jobs[:0], s.Jobs...)
 	for i := range p.jobs {
 		if p.tier(s, i) {
 			p.jobs[i].Priority *= ratio
@@ -135,6 +142,17 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	s.Jobs = orig
 	if err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	return nil
+}
+
+// checkTieredRatio checks a tiered policy's log ratio and load slope.
+func checkTieredRatio(logRatio, slope float64) error {
+	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
+		return fmt.Errorf("log_priority_ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
+	}
+	if !(math.Abs(slope) <= maxTieredLogRatio) {
+		return fmt.Errorf("log_ratio_load_slope %v, want within ±%d", slope, maxTieredLogRatio)
 	}
 	return nil
 }
@@ -178,6 +196,8 @@ type TieredPolicyFile struct {
 	Weights  []float64 `json:"weights"`
 	// LogPriorityRatio is TieredPackedPolicy.LogRatio.
 	LogPriorityRatio float64 `json:"log_priority_ratio"`
+	// LogRatioLoadSlope is TieredPackedPolicy.LoadSlope (0 when absent).
+	LogRatioLoadSlope float64 `json:"log_ratio_load_slope"`
 	// Training records how the parameters were found (free-form, for
 	// people).
 	Training map[string]any `json:"training,omitempty"`
@@ -188,8 +208,8 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 
 // ParseTieredPolicy reads a tiered policy file: its kind and feature
 // names must be this build's (TieredFeatures, or with ClairvoyantFeature
-// last: a clairvoyant policy), every weight finite and the log ratio
-// within ±10.
+// last: a clairvoyant policy), every weight finite, the log ratio and
+// its load slope within ±10.
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
 	if err := decodePolicyFile(data, &f); err != nil {
@@ -199,24 +219,24 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	if !(math.Abs(f.LogPriorityRatio) <= maxTieredLogRatio) {
-		return nil, fmt.Errorf("tiered policy: log_priority_ratio %v, want within ±%d", f.LogPriorityRatio, maxTieredLogRatio)
+	if err := checkTieredRatio(f.LogPriorityRatio, f.LogRatioLoadSlope); err != nil {
+		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, Clairvoyant: clair}, nil
+	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair}, nil
 }
 
-// WriteTieredPolicy writes a tiered policy file at path; one weight more
-// than TieredFeatures makes it a clairvoyant policy.
-func WriteTieredPolicy(path string, weights []float64, logRatio float64, training map[string]any) error {
-	names := TieredFeatureNames(len(weights) == len(TieredFeatures)+1)
-	if len(weights) != len(names) {
-		return fmt.Errorf("tiered policy: %d weights for %d features", len(weights), len(names))
+// WriteTieredPolicy writes p as a tiered policy file at path; one weight
+// more than TieredFeatures makes it a clairvoyant policy.
+func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]any) error {
+	names := TieredFeatureNames(len(p.Weights) == len(TieredFeatures)+1)
+	if len(p.Weights) != len(names) {
+		return fmt.Errorf("tiered policy: %d weights for %d features", len(p.Weights), len(names))
 	}
-	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
-		return fmt.Errorf("tiered policy: log priority ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
+	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
+		return fmt.Errorf("tiered policy: %w", err)
 	}
-	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: weights,
-		LogPriorityRatio: logRatio, Training: training}, "", "  ")
+	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
+		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -35,6 +35,15 @@ func TestTieredPackedPolicyTwoJobs(t *testing.T) {
 	if s.Jobs[0].Priority != 1 || s.Jobs[1].Priority != 1 {
 		t.Fatalf("the caller's jobs changed: %+v", s.Jobs)
 	}
+	// Two 1-GPU jobs on one GPU: log_load is ln 2, so slope -1 takes the
+	// factor from 4 to 2: shares 2/3 and 1/3.
+	sloped := &TieredPackedPolicy{Weights: w, LogRatio: r, LoadSlope: -1}
+	if err := sloped.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x[0]-2.0/3) > 1e-9 || math.Abs(x[1]-1.0/3) > 1e-9 {
+		t.Fatalf("slope -1: x = %v, want [2/3 1/3]", x)
+	}
 	even := &TieredPackedPolicy{Weights: w}
 	if err := even.Allocate(s, x); err != nil {
 		t.Fatal(err)
@@ -169,7 +178,7 @@ func TestTieredPolicyFile(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "policy.json")
 	w := []float64{0.5, -1, 0.25, 0, 0, 0.125, -0.5}
-	if err := WriteTieredPolicy(path, w, 1.5, map[string]any{"by": "test"}); err != nil {
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: 1.5, LoadSlope: -0.75}, map[string]any{"by": "test"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range []string{path, dir} {
@@ -178,18 +187,21 @@ func TestTieredPolicyFile(t *testing.T) {
 			t.Fatal(err)
 		}
 		tp, ok := pol.(*TieredPackedPolicy)
-		if !ok || !slices.Equal(tp.Weights, w) || tp.LogRatio != 1.5 || tp.Clairvoyant {
+		if !ok || !slices.Equal(tp.Weights, w) || tp.LogRatio != 1.5 || tp.LoadSlope != -0.75 || tp.Clairvoyant {
 			t.Fatalf("%s read back %T %+v", name, pol, pol)
 		}
 		if _, packs := pol.(PackingPolicy); !packs {
 			t.Fatal("a tiered policy does not pack")
 		}
 	}
-	if err := WriteTieredPolicy(path, w[:2], 1, nil); err == nil {
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w[:2], LogRatio: 1}, nil); err == nil {
 		t.Error("2 weights written")
 	}
-	if err := WriteTieredPolicy(path, w, 11, nil); err == nil {
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: 11}, nil); err == nil {
 		t.Error("ratio 11 written")
+	}
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LoadSlope: math.Inf(-1)}, nil); err == nil {
+		t.Error("slope -Inf written")
 	}
 	feats := `["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"]`
 	for name, c := range map[string]struct{ in, want string }{
@@ -197,6 +209,7 @@ func TestTieredPolicyFile(t *testing.T) {
 		"features": {`{"kind":"tegrl-tiered-packed-allocation","features":["bias"],"weights":[1]}`, "features"},
 		"count":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1]}`, "1 weights for 7"},
 		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
+		"slope":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_ratio_load_slope":-11}`, "log_ratio_load_slope -11"},
 		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
 		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
 	} {

@@ -31,8 +31,8 @@ type RoundESConfig struct {
 	// jobs space-sharing GPUs with running ones (Gavel's packing).
 	Pack bool
 	// Tiered trains env.TieredPackedPolicy instead: the weights of its
-	// tier score, then its log priority ratio, inside Gavel's
-	// max_min_fairness_packed LP.
+	// tier score, then its log priority ratio and the ratio's load slope,
+	// inside Gavel's max_min_fairness_packed LP.
 	Tiered bool
 	// Rates (jobs/h) and Seeds are the training runs; a candidate's
 	// fitness is the mean over them of its average JCT divided by
@@ -186,14 +186,15 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 		if cfg.Pack {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy packs through its LP (Pack and Tiered together)")
 		}
-		d, nonClair = len(env.TieredFeatureNames(cfg.Clairvoyant))+1, len(env.TieredFeatures)+1
+		d, nonClair = len(env.TieredFeatureNames(cfg.Clairvoyant))+2, len(env.TieredFeatures)+2
 		if theta == nil {
 			w, r := env.DefaultTieredParams(cfg.Clairvoyant)
-			theta = append(w, r)
+			theta = append(w, r, 0)
 		}
 		if cfg.Clairvoyant && len(theta) == nonClair {
-			// The log ratio stays last.
-			theta = append(theta[:nonClair-1:nonClair-1], 0, theta[nonClair-1])
+			// The log ratio and its load slope stay last.
+			k := nonClair - 2
+			theta = append(theta[:k:k], 0, theta[k], theta[k+1])
 		}
 	}
 	if theta == nil {
@@ -298,8 +299,7 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 // policy is the policy weights w define under cfg.
 func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
-		weights, r := tieredParams(w)
-		return &env.TieredPackedPolicy{Weights: weights, LogRatio: r, Clairvoyant: cfg.Clairvoyant}
+		return tieredPolicy(w, cfg.Clairvoyant)
 	}
 	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant}
 	if cfg.Pack {
@@ -396,12 +396,14 @@ func (cfg RoundESConfig) evaluate(ctx context.Context, tab *env.ThroughputTable,
 // (env's files take up to ±10).
 const tieredLogRatioLimit = 8
 
-// tieredParams splits ES's parameters of a tiered policy into the tier
-// score's weights and the log priority ratio, which saturates at
-// ±tieredLogRatioLimit: ES may step past the policy's range.
-func tieredParams(theta []float64) ([]float64, float64) {
-	n := len(theta) - 1
-	return theta[:n:n], math.Max(-tieredLogRatioLimit, math.Min(tieredLogRatioLimit, theta[n]))
+// tieredPolicy is the tiered policy of ES's parameters: the tier score's
+// weights, then the log priority ratio and its load slope, each
+// saturating at ±tieredLogRatioLimit (ES may step past the policy's
+// range).
+func tieredPolicy(theta []float64, clairvoyant bool) *env.TieredPackedPolicy {
+	n := len(theta) - 2
+	sat := func(v float64) float64 { return math.Max(-tieredLogRatioLimit, math.Min(tieredLogRatioLimit, v)) }
+	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: clairvoyant}
 }
 
 func axpy(x []float64, a float64, y []float64) []float64 {

@@ -213,25 +213,25 @@ func TestRoundESTiered(t *testing.T) {
 		t.Fatalf("config %+v", cfg)
 	}
 	w, r := env.DefaultTieredParams(false)
-	theta := append(slices.Clone(w), r)
+	theta := append(slices.Clone(w), r, -0.5)
 	p, ok := cfg.policy(theta).(*env.TieredPackedPolicy)
-	if !ok || !slices.Equal(p.Weights, w) || p.LogRatio != r || p.Clairvoyant {
+	if !ok || !slices.Equal(p.Weights, w) || p.LogRatio != r || p.LoadSlope != -0.5 || p.Clairvoyant {
 		t.Fatalf("policy %T %+v", cfg.policy(theta), cfg.policy(theta))
 	}
-	theta[len(theta)-1] = 50
-	if p := cfg.policy(theta).(*env.TieredPackedPolicy); p.LogRatio != tieredLogRatioLimit {
-		t.Fatalf("ratio 50 gives %v", p.LogRatio)
+	theta[len(theta)-2], theta[len(theta)-1] = 50, -50
+	if p := cfg.policy(theta).(*env.TieredPackedPolicy); p.LogRatio != tieredLogRatioLimit || p.LoadSlope != -tieredLogRatioLimit {
+		t.Fatalf("ratio 50, slope -50 give %v, %v", p.LogRatio, p.LoadSlope)
 	}
 	// Zero iterations are refused after the initial weights are checked:
 	// the error tells which check the init passed.
 	cfg.Iterations = 0
 	cfg.Clairvoyant = true
-	cfg.Init = append(slices.Clone(w), r)
+	cfg.Init = append(slices.Clone(w), r, 0)
 	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "need iterations") {
 		t.Fatalf("clairvoyant from a non-clairvoyant init: %v", err)
 	}
 	cfg.Init = []float64{1, 2}
-	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "2 initial weights, want 9") {
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "2 initial weights, want 10") {
 		t.Fatalf("short init: %v", err)
 	}
 	cfg.Pack = true
@@ -312,16 +312,16 @@ func TestTrainRoundESTieredDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness || len(ra.Weights) != len(env.TieredFeatures)+1 {
+	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness || len(ra.Weights) != len(env.TieredFeatures)+2 {
 		t.Fatalf("workers change the result: %v %v / %v %v", ra.Weights, ra.Fitness, rb.Weights, rb.Fitness)
 	}
-	w, r := tieredParams(ra.Weights)
+	want := tieredPolicy(ra.Weights, false)
 	path := t.TempDir() + "/policy.json"
-	if err := env.WriteTieredPolicy(path, w, r, nil); err != nil {
+	if err := env.WriteTieredPolicy(path, want, nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := env.AllocationPolicyByName(path)
-	if tp, ok := p.(*env.TieredPackedPolicy); err != nil || !ok || !slices.Equal(tp.Weights, w) || tp.LogRatio != r {
+	if tp, ok := p.(*env.TieredPackedPolicy); err != nil || !ok || !slices.Equal(tp.Weights, want.Weights) || tp.LogRatio != want.LogRatio || tp.LoadSlope != want.LoadSlope {
 		t.Fatalf("read back %T %v", p, err)
 	}
 }

@@ -136,7 +136,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		if !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
 			return fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant", o.Init)
 		}
-		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio)
+		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 	} else if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)
@@ -171,10 +171,10 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	switch {
 	case cfg.Tiered:
 		training["tiered"] = true
-		features = append(slices.Clone(env.TieredFeatureNames(cfg.Clairvoyant)), "log_priority_ratio")
-		w, r := tieredParams(res.Weights)
-		res.Weights = append(slices.Clone(w), r)
-		err = env.WriteTieredPolicy(pol, w, r, training)
+		features = append(slices.Clone(env.TieredFeatureNames(cfg.Clairvoyant)), "log_priority_ratio", "log_ratio_load_slope")
+		tp := tieredPolicy(res.Weights, cfg.Clairvoyant)
+		res.Weights = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
+		err = env.WriteTieredPolicy(pol, tp, training)
 	case cfg.Pack:
 		err = env.WritePackedScoredPolicy(pol, res.Weights, training)
 	default:
