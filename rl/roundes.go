@@ -144,8 +144,7 @@ func DefaultRoundESConfigSingle() RoundESConfig {
 // continuous-single protocol: 6.4 and 7.0 jobs/h, where
 // max_min_fairness_packed is furthest above the floor while every seed
 // still finishes, on training seeds 100-101, relative to
-// max_min_fairness_packed, with the p99 beyond its charged at TailWeight
-// 0.5. Each run solves Gavel's packed LP at every
+// max_min_fairness_packed. Each run solves Gavel's packed LP at every
 // arrival and completion (about 12 s a run), so the population and the
 // iterations are smaller than the scored policy's: about 30 minutes on 2
 // cores.
@@ -153,9 +152,6 @@ func DefaultRoundESConfigTiered() RoundESConfig {
 	c := DefaultRoundESConfigSingle()
 	c.Tiered, c.Rates, c.Seeds, c.Baseline = true, []float64{6.4, 7.0}, []uint64{100, 101}, "max_min_fairness_packed"
 	c.Iterations, c.Pairs = 8, 4
-	// LAS-like tiers shorten the mean by delaying the longest jobs; the
-	// tail charge keeps their p99 near the baseline's.
-	c.TailWeight = 0.5
 	return c
 }
 

@@ -266,7 +266,7 @@ func TestRoundESTiered(t *testing.T) {
 // p99 is scored (other presets, PPO, offline) and out of [0, 100], before
 // anything is written.
 func TestTailWeightFlag(t *testing.T) {
-	if DefaultRoundESConfig().TailWeight != 0 || DefaultRoundESConfigTiered().TailWeight != 0.5 {
+	if DefaultRoundESConfig().TailWeight != 0 || DefaultRoundESConfigTiered().TailWeight != 0 {
 		t.Fatal("preset tail weights changed")
 	}
 	for _, c := range []struct {
