@@ -14,16 +14,17 @@ import (
 // shares and space-sharing pairs chosen together) and learns only which
 // jobs it should favour. A linear score over features a real scheduler
 // sees (attained service, age, gang size, how much GPU type matters to the
-// job, the share of its life it has run, how loaded the cluster is) splits the active jobs into two
-// tiers; a job in the upper tier (score > 0) enters the LP with its
-// priority multiplied by exp(LogRatio + LoadSlope × log_load), so max-min
-// fairness gives it that many times the normalised throughput of a
-// lower-tier job; a negative LoadSlope favours the upper tier less as the
-// cluster fills, where its longest jobs would otherwise wait longest. With the
-// default weights the upper tier is the jobs with less than one GPU-hour
-// of service, weighted 4: least attained service, as Tiresias
-// (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep
-// Learning", NSDI 2019) applies it, inside Gavel's packed LP.
+// job, the share of its life it has run, how loaded the cluster is)
+// splits the active jobs into two tiers; a job in the upper tier (score >
+// 0) enters the LP with its priority multiplied by exp(LogRatio +
+// LoadSlope × log_load), so max-min fairness gives it that many times the
+// normalised throughput of a lower-tier job. A negative LoadSlope favours
+// the upper tier less as the cluster fills, when the lower tier's longest
+// jobs would otherwise wait longest. With the default weights the upper
+// tier is the jobs with less than one GPU-hour of service, weighted 4:
+// least attained service, as Tiresias (Gu et al., "Tiresias: A GPU
+// Cluster Manager for Distributed Deep Learning", NSDI 2019) applies it,
+// inside Gavel's packed LP.
 //
 // Two tiers keep the LP small: its jobs are grouped into classes of one
 // job type and priority, so the tiers at most double the classes of
