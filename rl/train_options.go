@@ -73,8 +73,8 @@ type TrainOptions struct {
 	Pack bool `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
 	Tiered bool `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
-	// TailWeight, when set, replaces the gavel presets' RoundESConfig.TailWeight.
-	TailWeight  float64 `flag:"tail-weight" usage:"--preset gavel or gavel-single (--method es): charge each training run TAIL x max(0, p99 JCT / the baseline's - 1) on top of its relative average JCT (default: the preset's; 0 scores the mean alone)"`
+	// TailWeight, when set, replaces the gavel presets' RoundESConfig.TailWeight (0).
+	TailWeight  float64 `flag:"tail-weight" usage:"--preset gavel or gavel-single (--method es): add this weight x max(0, p99 JCT / the baseline's - 1) to each training run's relative average JCT (0: the mean alone)"`
 	Clairvoyant bool    `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
 	Resume      string  `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
