@@ -20,14 +20,11 @@ func tinyES() RoundESConfig {
 	return cfg
 }
 
-// TestTrainRoundESDeterministic: the same seed gives the same weights
-// whatever the number of workers; the result is never worse on the
-// training runs than the starting weights.
-func TestTrainRoundESDeterministic(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs 12 protocol runs")
-	}
-	a, b := tinyES(), tinyES()
+// trainOnOneAndTwoWorkers trains cfg with 1 and with 2 workers, fails t
+// unless both give the same weights and fitness, and returns the result.
+func trainOnOneAndTwoWorkers(t *testing.T, cfg RoundESConfig) RoundESResult {
+	t.Helper()
+	a, b := cfg, cfg
 	a.Workers, b.Workers = 1, 2
 	ra, err := TrainRoundES(context.Background(), a, nil)
 	if err != nil {
@@ -40,6 +37,17 @@ func TestTrainRoundESDeterministic(t *testing.T) {
 	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness {
 		t.Fatalf("workers change the result: %v %v / %v %v", ra.Weights, ra.Fitness, rb.Weights, rb.Fitness)
 	}
+	return ra
+}
+
+// TestTrainRoundESDeterministic: the same seed gives the same weights
+// whatever the number of workers; the result is never worse on the
+// training runs than the starting weights.
+func TestTrainRoundESDeterministic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs 12 protocol runs")
+	}
+	ra := trainOnOneAndTwoWorkers(t, tinyES())
 	if len(ra.Curve) != 2 || ra.Fitness > ra.Curve[0].Fitness {
 		t.Fatalf("curve %+v, best %v", ra.Curve, ra.Fitness)
 	}
@@ -302,18 +310,9 @@ func TestTrainRoundESTieredDeterministic(t *testing.T) {
 	}
 	cfg := DefaultRoundESConfigTiered()
 	cfg.Rates, cfg.Seeds, cfg.Iterations, cfg.Pairs = []float64{4.0}, []uint64{100}, 1, 1
-	a, b := cfg, cfg
-	a.Workers, b.Workers = 1, 2
-	ra, err := TrainRoundES(context.Background(), a, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, err := TrainRoundES(context.Background(), b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(ra.Weights, rb.Weights) || ra.Fitness != rb.Fitness || len(ra.Weights) != len(env.TieredFeatures)+2 {
-		t.Fatalf("workers change the result: %v %v / %v %v", ra.Weights, ra.Fitness, rb.Weights, rb.Fitness)
+	ra := trainOnOneAndTwoWorkers(t, cfg)
+	if len(ra.Weights) != len(env.TieredFeatures)+2 {
+		t.Fatalf("%d parameters, want %d", len(ra.Weights), len(env.TieredFeatures)+2)
 	}
 	want := tieredPolicy(ra.Weights, false)
 	path := t.TempDir() + "/policy.json"

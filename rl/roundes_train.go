@@ -63,14 +63,14 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		if o.GavelMethod == "ppo" && (name == "actors" || name == "transport") {
 			continue
 		}
-		if o.Set != nil && o.Set(name) {
+		if o.given(name) {
 			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Tiered || (o.Set != nil && o.Set("tail-weight")) {
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Tiered || o.given("tail-weight") {
 			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --tiered or --tail-weight)")
 		}
 		return o.runGavelPPO(ctx, w)
@@ -83,7 +83,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Tiered && (o.Pack || o.Offline != "" || o.GavelScenarios != "") {
 		return fmt.Errorf("--tiered: the tiered policy packs through Gavel's LP and trains online on the protocol's runs (no --pack, --offline or --train-scenarios)")
 	}
-	if o.Offline != "" && o.Set != nil && o.Set("tail-weight") {
+	if o.Offline != "" && o.given("tail-weight") {
 		return fmt.Errorf("--tail-weight: offline learning fits logged decisions; it runs no protocol to measure a tail on")
 	}
 	if o.Offline != "" {
@@ -111,7 +111,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		// The unpacked baselines stop at the bound where packing matters.
 		cfg.Baseline = "max_min_fairness_packed"
 	}
-	if o.Set != nil && o.Set("tail-weight") {
+	if o.given("tail-weight") {
 		if !(o.TailWeight >= 0 && o.TailWeight <= 100) {
 			return fmt.Errorf("--tail-weight %v: want a weight in [0, 100]", o.TailWeight)
 		}
@@ -309,7 +309,7 @@ func WriteGavelEval(w io.Writer, seeds []uint64, rows []GavelEvalRow) error {
 // gavelEvalSpec is the gavel presets' held-out seeds: --eval-seeds when
 // given, else GavelEvalSeeds.
 func (o TrainOptions) gavelEvalSpec() string {
-	if o.Set != nil && o.Set("eval-seeds") {
+	if o.given("eval-seeds") {
 		return o.EvalSeeds
 	}
 	return GavelEvalSeeds

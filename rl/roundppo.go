@@ -190,7 +190,7 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 	}
 	es := cfg.es()
 	runs := len(cfg.Rates) * len(cfg.Seeds)
-	base, baseAvg := make([]runJCT, runs), make([]float64, runs)
+	base := make([]runJCT, runs)
 	if err := report.ForEach(ctx, runs, cfg.Workers, func(k int) error {
 		r, err := es.runAt(tab, k, nil)
 		if err != nil {
@@ -199,7 +199,7 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 		if r.atBound {
 			return fmt.Errorf("round PPO: baseline %s stops at the bound on %s: choose lower rates", cfg.Baseline, es.runName(k))
 		}
-		base[k], baseAvg[k] = r, r.avg
+		base[k] = r
 		return nil
 	}); err != nil {
 		return RoundPPOResult{}, err
@@ -232,7 +232,7 @@ func TrainRoundPPO(ctx context.Context, cfg RoundPPOConfig, onIter func(RoundPPO
 		if err != nil {
 			return res, err
 		}
-		pts := cfg.advantages(ro, baseAvg, es.Penalty, &rec)
+		pts := cfg.advantages(ro, base, es.Penalty, &rec)
 		cfg.update(ctx, theta, pts, adam, rng, &rec)
 		rec.Weights = slices.Clone(theta)
 		res.Curve = append(res.Curve, rec)
@@ -284,7 +284,7 @@ func (cfg RoundPPOConfig) localRollouts(ctx context.Context, tab *env.Throughput
 // advantages turns an iteration's rollouts (Rollouts per training run, in
 // index order) into samples with advantages, normalised to mean 0 and
 // standard deviation 1.
-func (cfg RoundPPOConfig) advantages(ro []roundRollout, base []float64, penalty float64, rec *RoundPPOIteration) []*roundPoint {
+func (cfg RoundPPOConfig) advantages(ro []roundRollout, base []runJCT, penalty float64, rec *RoundPPOIteration) []*roundPoint {
 	runs := len(base)
 	const bin = 360.0 // s: the round length
 	gamma := math.Exp(-bin / 3600 / cfg.HorizonHours)
@@ -299,7 +299,7 @@ func (cfg RoundPPOConfig) advantages(ro []roundRollout, base []float64, penalty 
 				rec.Saturated++
 				rel += penalty
 			} else {
-				rel += math.Min(penalty, r.avgJCT/base[k])
+				rel += math.Min(penalty, r.avgJCT/base[k].avg)
 			}
 		}
 		ret := make([][]float64, len(group))

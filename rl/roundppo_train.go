@@ -43,7 +43,7 @@ func (o TrainOptions) runGavelPPO(ctx context.Context, w io.Writer) error {
 		cfg = DefaultRoundPPOConfigSingle()
 	}
 	cfg.Seed, cfg.Actors, cfg.Transport, cfg.Logger = o.Seed, runtime.GOMAXPROCS(0), o.Transport, o.Logger
-	if o.Set != nil && o.Set("actors") {
+	if o.given("actors") {
 		cfg.Actors = o.Actors
 	}
 	if cfg.Actors < 0 {

@@ -92,6 +92,10 @@ type TrainOptions struct {
 	Bar     io.Writer // progress bar, drawn when it is a terminal
 }
 
+// given tells whether flag was given on the command line (false when
+// Set is nil, as for options built in code).
+func (o TrainOptions) given(flag string) bool { return o.Set != nil && o.Set(flag) }
+
 // DefaultTrainOptions is tegrl train's defaults: the small preset, one
 // synchronous in-process actor, the default segment, lag, entropy and
 // checkpoint settings and the offline defaults.
@@ -201,7 +205,7 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	if o.Clairvoyant {
 		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")
 	}
-	if o.Set != nil && o.Set("tail-weight") {
+	if o.given("tail-weight") {
 		return fmt.Errorf("--tail-weight: only the gavel presets charge a run's p99 JCT")
 	}
 	if o.GavelRates != "" {
