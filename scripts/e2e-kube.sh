@@ -13,7 +13,9 @@
 #  4. runs TestE2EKube (serve/kube/e2e_test.go, build tag e2ekube): 50
 #     nodes, 200 pods of CPU and GPU shapes, every pod bound, no node
 #     over-committed, tegrl's running jobs equal to the API's bound pods,
-#     then deletes, a cordon and a removed node; it prints pods/s and the
+#     then deletes, a cordon and a removed node, then pod groups (ten
+#     gangs bound whole, each on one GPU model and the fewest nodes; one
+#     that never fits gets no pod bound); it prints pods/s and the
 #     extender's latency percentiles.
 #
 # Environment: GO (default go), E2E_KEEP=1 keeps the work directory,

@@ -207,6 +207,7 @@ func TestE2EKube(t *testing.T) {
 	}
 	lines = append(lines, fmt.Sprintf("e2e-kube: after deleting 50 pods, cordoning node-01 and removing node-00: %d machines, %d running jobs, %d bound pods unplaced",
 		len(cl.Machines), cl.RunningJobs, len(cl.Unplaced)))
+	lines = append(lines, e2eGangs(t, ctx, c, url)...)
 	out := strings.Join(lines, "\n") + "\n"
 	fmt.Print(out)
 	if f := os.Getenv("TEGRL_E2E_OUT"); f != "" {
@@ -214,6 +215,212 @@ func TestE2EKube(t *testing.T) {
 			t.Error(err)
 		}
 	}
+}
+
+// e2eGang is a pod group of the gang phase: size pods of gpus GPUs each,
+// on one of models when it names any.
+type e2eGang struct {
+	name   string
+	size   int
+	gpus   int
+	models string
+}
+
+// e2eGangPod is member k of group g.
+func e2eGangPod(g e2eGang, k int) *v1.Pod {
+	req := v1.ResourceList{
+		v1.ResourceCPU:    *resource.NewQuantity(int64(2*g.gpus), resource.DecimalSI),
+		v1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dGi", 16*g.gpus)),
+		"nvidia.com/gpu":  *resource.NewQuantity(int64(g.gpus), resource.DecimalSI),
+	}
+	ann := map[string]string{"tegrl.io/gang-size": fmt.Sprint(g.size)}
+	if g.models != "" {
+		ann["tegrl.io/gpu-models"] = g.models
+	}
+	return &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: e2eNS, Name: fmt.Sprintf("%s-%02d", g.name, k),
+		Labels: map[string]string{serve.LabelPodGroup: g.name}, Annotations: ann},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "main", Image: "registry.invalid/none:0",
+			Resources: v1.ResourceRequirements{Requests: req, Limits: req}}}}}
+}
+
+// e2eGangs is the pod group phase. With the first phase's pods deleted, 19
+// schedulable 8-GPU nodes (9 A100, 10 H100) take ten groups whose members
+// arrive interleaved: six of 4 pods x 2 GPUs (one node each), three of 8
+// pods x 2 GPUs (two nodes each) and one of 4 pods x 4 GPUs that asks for
+// H100 (two H100 nodes), 112 of the 152 GPUs. Every member is bound, each
+// group on one GPU model and on the fewest nodes that hold it. Then a
+// group of 30 pods x 8 GPUs, which never fits at once, gets no pod bound
+// and kube-scheduler reports tegrl's reason; deleting it leaves the model
+// equal to the API, with no reservation left.
+func e2eGangs(t *testing.T, ctx context.Context, c kubernetes.Interface, url string) []string {
+	t.Helper()
+	now := int64(0)
+	if err := c.CoreV1().Pods(e2eNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the first phase's pods gone from the model", func() string {
+		if d := modelDiff(t, c, ctx, url); d != "" {
+			return d
+		}
+		if cl := tegrlCluster(t, url); cl.RunningJobs != 0 {
+			return fmt.Sprintf("%d running jobs", cl.RunningJobs)
+		}
+		return ""
+	})
+	gangs := []e2eGang{{"ring-a", 4, 2, ""}, {"ring-b", 4, 2, ""}, {"ring-c", 4, 2, ""}, {"ring-d", 4, 2, ""},
+		{"ring-e", 4, 2, ""}, {"ring-f", 4, 2, ""}, {"wide-a", 8, 2, ""}, {"wide-b", 8, 2, ""}, {"wide-c", 8, 2, ""},
+		{"fast", 4, 4, "H100"}}
+	var pods []*v1.Pod
+	for k := range 8 {
+		for _, g := range gangs {
+			if k < g.size {
+				pods = append(pods, e2eGangPod(g, k))
+			}
+		}
+	}
+	before := scrape(t, url)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(pods))
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(pods); i += 4 {
+				if _, err := c.CoreV1().Pods(e2eNS).Create(ctx, pods[i], metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("pod %s: %w", pods[i].Name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var pl *v1.PodList
+	waitFor(t, ctx, "every pod group member bound", func() string {
+		var err error
+		if pl, err = c.CoreV1().Pods(e2eNS).List(ctx, metav1.ListOptions{}); err != nil {
+			return err.Error()
+		}
+		bound := 0
+		for _, p := range pl.Items {
+			if p.Spec.NodeName != "" {
+				bound++
+			}
+		}
+		if bound < len(pods) {
+			return fmt.Sprintf("%d of %d members bound", bound, len(pods))
+		}
+		return ""
+	})
+	took := time.Since(start)
+	checkNoOvercommit(t, c, ctx, pl.Items)
+	nl, err := c.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := map[string]string{}
+	for _, n := range nl.Items {
+		model[n.Name] = n.Labels[serve.LabelGPUModel]
+	}
+	nodes := map[string]map[string]bool{}
+	for _, p := range pl.Items {
+		g := p.Labels[serve.LabelPodGroup]
+		if nodes[g] == nil {
+			nodes[g] = map[string]bool{}
+		}
+		nodes[g][p.Spec.NodeName] = true
+	}
+	for _, g := range gangs {
+		models := map[string]bool{}
+		for n := range nodes[g.name] {
+			models[model[n]] = true
+		}
+		if want := g.size * g.gpus / 8; len(models) != 1 || len(nodes[g.name]) != want {
+			t.Errorf("group %s (%d pods x %d GPUs) on nodes %v of models %v, want %d nodes of one model", g.name, g.size, g.gpus, nodes[g.name], models, want)
+		}
+		if g.models != "" && !models[g.models] {
+			t.Errorf("group %s asked for %s and runs on %v", g.name, g.models, models)
+		}
+	}
+	waitFor(t, ctx, "tegrl's model equal to the API with every group bound", func() string { return modelDiff(t, c, ctx, url) })
+	after := scrape(t, url)
+	if n := counterDelta(before, after, "tegrl_serve_pod_group_events_total", "event", "planned"); n < float64(len(gangs)) {
+		t.Errorf("%v plans made for %d groups", n, len(gangs))
+	}
+	lines := []string{fmt.Sprintf("e2e-kube: %d pod groups (%d pods, created interleaved) bound whole in %.2f s, each on one GPU model and the fewest nodes",
+		len(gangs), len(pods), took.Seconds())}
+
+	// All or nothing: 30 x 8 GPUs do not fit in the 40 GPUs left.
+	big := e2eGang{"too-big", 30, 8, ""}
+	before = after
+	for k := range big.size {
+		if _, err := c.CoreV1().Pods(e2eNS).Create(ctx, e2eGangPod(big, k), metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sel := metav1.ListOptions{LabelSelector: serve.LabelPodGroup + "=" + big.name}
+	reason := ""
+	waitFor(t, ctx, "kube-scheduler reports the group does not fit", func() string {
+		bl, err := c.CoreV1().Pods(e2eNS).List(ctx, sel)
+		if err != nil {
+			return err.Error()
+		}
+		for _, p := range bl.Items {
+			if p.Spec.NodeName != "" {
+				t.Fatalf("%s bound to %s: a group that does not fit at once got a member placed", p.Name, p.Spec.NodeName)
+			}
+			for _, cd := range p.Status.Conditions {
+				if cd.Type == v1.PodScheduled && cd.Status == v1.ConditionFalse && strings.Contains(cd.Message, "do not fit at once") {
+					reason = cd.Message
+					return ""
+				}
+			}
+		}
+		return "no member's PodScheduled condition gives tegrl's reason yet"
+	})
+	// kube-scheduler keeps retrying; none of them may bind.
+	time.Sleep(5 * time.Second)
+	bl, err := c.CoreV1().Pods(e2eNS).List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range bl.Items {
+		if p.Spec.NodeName != "" {
+			t.Errorf("%s bound to %s: a group that does not fit at once got a member placed", p.Name, p.Spec.NodeName)
+		}
+	}
+	if n := counterDelta(before, scrape(t, url), "tegrl_serve_pod_group_events_total", "event", "unfit"); n < 1 {
+		t.Errorf("%v unfit plans counted for group %s", n, big.name)
+	}
+	if err := c.CoreV1().Pods(e2eNS).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &now}, sel); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the model after deleting the group that does not fit", func() string { return modelDiff(t, c, ctx, url) })
+	if cl := tegrlCluster(t, url); cl.RunningJobs != len(pods) {
+		t.Errorf("%d running jobs in the model, want the %d group members", cl.RunningJobs, len(pods))
+	}
+	return append(lines, fmt.Sprintf("e2e-kube: a group of %d pods x %d GPUs that does not fit: 0 bound; kube-scheduler says %q", big.size, big.gpus, reason))
+}
+
+// counterDelta is the change of counter name's series whose label is
+// value between two scrapes.
+func counterDelta(before, after map[string]*dto.MetricFamily, name, label, value string) float64 {
+	get := func(mf map[string]*dto.MetricFamily) float64 {
+		f := mf[name]
+		if f == nil {
+			return 0
+		}
+		for _, m := range f.Metric {
+			for _, l := range m.Label {
+				if l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+		return 0
+	}
+	return get(after) - get(before)
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() string) {
