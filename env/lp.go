@@ -27,6 +27,10 @@ var errLPUnbounded = errors.New("lp: objective is unbounded")
 // normalised to O(1) by the policies, so an absolute tolerance serves.
 const lpTol = 1e-11
 
+// lpPivotTol is the smallest entry the ratio test pivots on: dividing by
+// entries near round-off amplifies it until the basis is infeasible.
+const lpPivotTol = 1e-9
+
 // lpSolver solves LPs of the form above, reusing its buffers between calls.
 // The zero value is ready to use. It is not safe for concurrent use.
 type lpSolver struct {
@@ -100,8 +104,9 @@ func (s *lpSolver) solve(m, n int, a, b []float64, objs ...[]float64) ([]float64
 // optimise runs primal simplex on objective k, letting in only columns whose
 // reduced costs in the earlier objectives are zero, so their optima hold.
 // Entering: the most negative reduced cost (lowest index on ties); after a
-// run of degenerate pivots, Bland's rule (lowest eligible index) until the
-// objective moves again, which rules out cycling. Leaving: the minimum
+// run of degenerate pivots (the objective moving by at most lpTol), Bland's
+// rule (lowest eligible index) until the objective moves again, which rules
+// out cycling. Leaving: the minimum
 // ratio, lowest basic column on ties.
 func (s *lpSolver) optimise(k int) error {
 	z := s.obj[k*s.w : (k+1)*s.w]
@@ -134,10 +139,12 @@ func (s *lpSolver) optimise(k int) error {
 		ratio := math.Inf(1)
 		for r := range s.m {
 			v := s.tab[r*s.w+enter]
-			if v <= lpTol {
+			if v <= lpPivotTol {
 				continue
 			}
-			q := s.tab[r*s.w+s.w-1] / v
+			// A right-hand side below 0 is round-off: as 0 it cannot make
+			// a negative ratio win the test.
+			q := max(s.tab[r*s.w+s.w-1], 0) / v
 			if q < ratio-1e-14 || (q <= ratio+1e-14 && leave >= 0 && s.basis[r] < s.basis[leave]) {
 				ratio, leave = q, r
 			}
@@ -145,7 +152,10 @@ func (s *lpSolver) optimise(k int) error {
 		if leave < 0 {
 			return errLPUnbounded
 		}
-		if ratio <= 1e-14 {
+		// A pivot that moves the objective by no more than round-off is
+		// degenerate too: counting only zero steps lets Dantzig's rule
+		// stall on steps of 1e-13 for hundreds of thousands of pivots.
+		if ratio*-z[enter] <= lpTol {
 			degenerate++
 		} else {
 			degenerate = 0

@@ -30,6 +30,11 @@ var (
 // reach it only far above a cluster's capacity.
 const maxLPClasses = 1000
 
+// maxLPTableau bounds the entries of a tableau whose columns are not
+// about 5 per class (the packed LP's pair columns grow with the square of
+// the classes): the size of the largest tableau maxLPClasses allows.
+const maxLPTableau = (2*maxLPClasses + 100) * 5 * maxLPClasses
+
 // checkRound validates what every LP policy reads of s and x.
 func checkRound(s *RoundState, x []float64) error {
 	nt := len(s.Types)

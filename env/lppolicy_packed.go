@@ -120,12 +120,12 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			return fmt.Errorf("%s: job %d: %w", p.Name(), s.Jobs[p.first[k]].ID, ErrRoundJobCannot)
 		}
 	}
-	if nc > maxLPClasses || len(p.cols) > 5*maxLPClasses {
+	nv := len(p.cols) + 1
+	rows := 2*nc + nt
+	if nc > maxLPClasses || rows*(nv+rows) > maxLPTableau {
 		return fmt.Errorf("%s: %d job classes, %d columns: %w", p.Name(), nc, len(p.cols), ErrRoundTooLarge)
 	}
 	l := slices.Min(p.best)
-	nv := len(p.cols) + 1
-	rows := 2*nc + nt
 	p.a = lpGrow(p.a, rows*nv)
 	p.b = lpGrow(p.b, rows)
 	p.c1 = lpGrow(p.c1, nv)
