@@ -104,9 +104,8 @@ func (s *lpSolver) solve(m, n int, a, b []float64, objs ...[]float64) ([]float64
 // optimise runs primal simplex on objective k, letting in only columns whose
 // reduced costs in the earlier objectives are zero, so their optima hold.
 // Entering: the most negative reduced cost (lowest index on ties); after a
-// run of degenerate pivots (the objective moving by at most lpTol), Bland's
-// rule (lowest eligible index) until the objective moves again, which rules
-// out cycling. Leaving: the minimum
+// run of degenerate pivots, Bland's rule (lowest eligible index) until the
+// objective moves again, which rules out cycling. Leaving: the minimum
 // ratio, lowest basic column on ties.
 func (s *lpSolver) optimise(k int) error {
 	z := s.obj[k*s.w : (k+1)*s.w]
@@ -152,10 +151,7 @@ func (s *lpSolver) optimise(k int) error {
 		if leave < 0 {
 			return errLPUnbounded
 		}
-		// A pivot that moves the objective by no more than round-off is
-		// degenerate too: counting only zero steps lets Dantzig's rule
-		// stall on steps of 1e-13 for hundreds of thousands of pivots.
-		if ratio*-z[enter] <= lpTol {
+		if ratio <= 1e-14 {
 			degenerate++
 		} else {
 			degenerate = 0
