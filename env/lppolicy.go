@@ -30,10 +30,11 @@ var (
 // reach it only far above a cluster's capacity.
 const maxLPClasses = 1000
 
-// maxLPTableau bounds the entries of a tableau whose columns are not
-// about 5 per class (the packed LP's pair columns grow with the square of
-// the classes): the size of the largest tableau maxLPClasses allows.
-const maxLPTableau = (2*maxLPClasses + 100) * 5 * maxLPClasses
+// maxLPTableau bounds a tableau's entries, rows × (columns + slacks), for
+// LPs whose columns grow faster than the classes (the packed LP's pairs
+// grow with their square): the size of the largest tableau maxLPClasses
+// allows, with 100 GPU types.
+const maxLPTableau = (2*maxLPClasses + 100) * (5*maxLPClasses + 2*maxLPClasses + 100)
 
 // checkRound validates what every LP policy reads of s and x.
 func checkRound(s *RoundState, x []float64) error {

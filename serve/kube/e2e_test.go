@@ -108,24 +108,13 @@ func TestE2EKube(t *testing.T) {
 	if _, err := c.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e2eNS}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	pods := make([]*v1.Pod, e2ePods)
+	for i := range pods {
+		pods[i] = e2ePod(i)
+	}
 	before := scrape(t, url)
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, e2ePods)
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < e2ePods; i += 4 {
-				if _, err := c.CoreV1().Pods(e2eNS).Create(ctx, e2ePod(i), metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("pod %d: %w", i, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	createPods(t, ctx, c, pods)
 	created := time.Since(start)
 	var lastBind time.Time
 	waitFor(t, ctx, "every pod bound", func() string {
@@ -133,13 +122,7 @@ func TestE2EKube(t *testing.T) {
 		if err != nil {
 			return err.Error()
 		}
-		bound := 0
-		for _, p := range pl.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		if bound < e2ePods {
+		if bound := countBound(pl.Items); bound < e2ePods {
 			return fmt.Sprintf("%d of %d pods bound", bound, e2ePods)
 		}
 		lastBind = time.Now()
@@ -280,35 +263,14 @@ func e2eGangs(t *testing.T, ctx context.Context, c kubernetes.Interface, url str
 	}
 	before := scrape(t, url)
 	start := time.Now()
-	var wg sync.WaitGroup
-	errs := make(chan error, len(pods))
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < len(pods); i += 4 {
-				if _, err := c.CoreV1().Pods(e2eNS).Create(ctx, pods[i], metav1.CreateOptions{}); err != nil {
-					errs <- fmt.Errorf("pod %s: %w", pods[i].Name, err)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
+	createPods(t, ctx, c, pods)
 	var pl *v1.PodList
 	waitFor(t, ctx, "every pod group member bound", func() string {
 		var err error
 		if pl, err = c.CoreV1().Pods(e2eNS).List(ctx, metav1.ListOptions{}); err != nil {
 			return err.Error()
 		}
-		bound := 0
-		for _, p := range pl.Items {
-			if p.Spec.NodeName != "" {
-				bound++
-			}
-		}
-		if bound < len(pods) {
+		if bound := countBound(pl.Items); bound < len(pods) {
 			return fmt.Sprintf("%d of %d members bound", bound, len(pods))
 		}
 		return ""
@@ -401,6 +363,38 @@ func e2eGangs(t *testing.T, ctx context.Context, c kubernetes.Interface, url str
 		t.Errorf("%d running jobs in the model, want the %d group members", cl.RunningJobs, len(pods))
 	}
 	return append(lines, fmt.Sprintf("e2e-kube: a group of %d pods x %d GPUs that does not fit: 0 bound; kube-scheduler says %q", big.size, big.gpus, reason))
+}
+
+// createPods creates pods with 4 writers, pod i by writer i mod 4.
+func createPods(t *testing.T, ctx context.Context, c kubernetes.Interface, pods []*v1.Pod) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(pods))
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < len(pods); i += 4 {
+				if _, err := c.CoreV1().Pods(pods[i].Namespace).Create(ctx, pods[i], metav1.CreateOptions{}); err != nil {
+					errs <- fmt.Errorf("pod %s: %w", pods[i].Name, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// countBound counts the pods bound to a node.
+func countBound(pods []v1.Pod) int {
+	n := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // counterDelta is the change of counter name's series whose label is
