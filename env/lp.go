@@ -40,7 +40,8 @@ type lpSolver struct {
 	obj   []float64 // one row of width w per objective: reduced costs, value last
 	nobj  int
 	basis []int   // basis[r]: the column basic in row r
-	nz    []int32 // the pivot row's nonzero columns
+	nz    []int     // the pivot row's nonzero columns
+	nzv   []float64 // and their values, in nz's order
 	x     []float64
 	// Pivots counts the pivots of the last solve (for benchmarks and tests).
 	pivots int
@@ -178,35 +179,41 @@ func (s *lpSolver) pivot(leave, enter int) {
 	w := s.w
 	prow := s.tab[leave*w : (leave+1)*w]
 	inv := 1 / prow[enter]
-	s.nz = s.nz[:0]
+	s.nz, s.nzv = s.nz[:0], s.nzv[:0]
 	for j := range prow {
 		if prow[j] != 0 {
-			prow[j] *= inv
-			s.nz = append(s.nz, int32(j))
+			if j == enter {
+				prow[j] = 1
+			} else {
+				prow[j] *= inv
+			}
+			s.nz = append(s.nz, j)
+			s.nzv = append(s.nzv, prow[j])
 		}
 	}
-	prow[enter] = 1
 	for r := range s.m {
 		if r == leave {
 			continue
 		}
-		lpEliminate(s.tab[r*w:(r+1)*w], prow, s.nz, enter)
+		lpEliminate(s.tab[r*w:(r+1)*w], s.nz, s.nzv, enter)
 	}
 	for k := range s.nobj {
-		lpEliminate(s.obj[k*w:(k+1)*w], prow, s.nz, enter)
+		lpEliminate(s.obj[k*w:(k+1)*w], s.nz, s.nzv, enter)
 	}
 	s.basis[leave] = enter
 }
 
 // lpEliminate subtracts f·prow from row so that row[enter] becomes 0; nz
-// lists prow's nonzero columns.
-func lpEliminate(row, prow []float64, nz []int32, enter int) {
+// lists prow's nonzero columns and v their values (gathered once per
+// pivot, so each row reads them in order).
+func lpEliminate(row []float64, nz []int, v []float64, enter int) {
 	f := row[enter]
 	if f == 0 {
 		return
 	}
-	for _, j := range nz {
-		row[j] -= f * prow[j]
+	v = v[:len(nz)]
+	for k, j := range nz {
+		row[j] -= f * v[k]
 	}
 	row[enter] = 0
 }

@@ -180,6 +180,7 @@ func BenchmarkMaxMinPacked(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
+			b.ReportMetric(float64(p.lp.pivots), "pivots")
 		})
 	}
 }

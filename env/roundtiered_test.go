@@ -292,6 +292,7 @@ func BenchmarkTieredAllocate(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
+			b.ReportMetric(float64(p.lp.lp.pivots), "pivots")
 		})
 	}
 }
