@@ -39,7 +39,7 @@ type lpSolver struct {
 	tab   []float64 // m rows of width w
 	obj   []float64 // one row of width w per objective: reduced costs, value last
 	nobj  int
-	basis []int   // basis[r]: the column basic in row r
+	basis []int     // basis[r]: the column basic in row r
 	nz    []int     // the pivot row's nonzero columns
 	nzv   []float64 // and their values, in nz's order
 	x     []float64
