@@ -537,7 +537,36 @@ func WriteABText(w io.Writer, rep *ABReport) error {
 	for _, row := range abRows(rep) {
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
+	if len(rep.Reference) > 0 {
+		fmt.Fprintf(tw, "\nreference schedulers: means over the seeds (A and B: the paired ones)\t\n")
+		for _, row := range abRefRows(rep) {
+			fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
+		}
+	}
 	return tw.Flush()
+}
+
+// abRefRows is the reference table: a header, then A, B and each
+// reference scheduler's means.
+func abRefRows(rep *ABReport) [][]string {
+	cols := abRefColumns
+	if _, gpu := rep.Metrics["jobs_completed"]; !gpu {
+		cols = gpuABRefColumns
+	}
+	rows := [][]string{append([]string{"scheduler"}, cols...)}
+	add := func(name string, get func(string) float64) {
+		row := []string{name}
+		for _, k := range cols {
+			row = append(row, FormatNumber(get(k)))
+		}
+		rows = append(rows, row)
+	}
+	add("A: "+rep.A, func(k string) float64 { return rep.Metrics[k].AMean })
+	add("B: "+rep.B, func(k string) float64 { return rep.Metrics[k].BMean })
+	for _, r := range rep.Reference {
+		add(r.Scheduler, func(k string) float64 { return r.Metrics[k] })
+	}
+	return rows
 }
 
 // abRefColumns are the metrics of the reference table in Markdown.
@@ -579,23 +608,7 @@ func WriteABMarkdown(w io.Writer, rep *ABReport, commandLine string, plots []ABP
 
 	if len(rep.Reference) > 0 {
 		b.WriteString("\n## Reference schedulers\n\nMeans over the same seeds.\n\n")
-		cols := abRefColumns
-		if _, gpu := rep.Metrics["jobs_completed"]; !gpu {
-			cols = gpuABRefColumns
-		}
-		rows := [][]string{append([]string{"scheduler"}, cols...)}
-		add := func(name string, get func(string) float64) {
-			row := []string{name}
-			for _, k := range cols {
-				row = append(row, FormatNumber(get(k)))
-			}
-			rows = append(rows, row)
-		}
-		add("A: "+rep.A, func(k string) float64 { return rep.Metrics[k].AMean })
-		add("B: "+rep.B, func(k string) float64 { return rep.Metrics[k].BMean })
-		for _, r := range rep.Reference {
-			add(r.Scheduler, func(k string) float64 { return r.Metrics[k] })
-		}
+		rows := abRefRows(rep)
 		right := make([]bool, len(rows[0]))
 		for i := 1; i < len(right); i++ {
 			right[i] = true

@@ -298,6 +298,12 @@ func TestABOutputs(t *testing.T) {
 	if !strings.Contains(txt.String(), "A = langevin, B = fgd, seeds 1-2 (n=2)") || !strings.Contains(txt.String(), "mean_jct_s") {
 		t.Errorf("text:\n%s", txt.String())
 	}
+	// The reference schedulers' means follow the table, one row each.
+	for _, s := range []string{"\nreference schedulers: means over the seeds", "\nscheduler ", "\nA: langevin ", "\nB: fgd ", "\nkube "} {
+		if !strings.Contains(txt.String(), s) {
+			t.Errorf("text lacks %q:\n%s", s, txt.String())
+		}
+	}
 }
 
 func TestRunABErrors(t *testing.T) {
