@@ -547,24 +547,29 @@ func WriteABText(w io.Writer, rep *ABReport) error {
 }
 
 // abRefRows is the reference table: a header, then A, B and each
-// reference scheduler's means.
+// reference scheduler's means; "-" where a scheduler has no value (a GPU
+// policy that stopped at the bound on every seed has no JCT).
 func abRefRows(rep *ABReport) [][]string {
 	cols := abRefColumns
 	if _, gpu := rep.Metrics["jobs_completed"]; !gpu {
 		cols = gpuABRefColumns
 	}
 	rows := [][]string{append([]string{"scheduler"}, cols...)}
-	add := func(name string, get func(string) float64) {
+	add := func(name string, get func(string) (float64, bool)) {
 		row := []string{name}
 		for _, k := range cols {
-			row = append(row, FormatNumber(get(k)))
+			cell := "-"
+			if v, ok := get(k); ok {
+				cell = FormatNumber(v)
+			}
+			row = append(row, cell)
 		}
 		rows = append(rows, row)
 	}
-	add("A: "+rep.A, func(k string) float64 { return rep.Metrics[k].AMean })
-	add("B: "+rep.B, func(k string) float64 { return rep.Metrics[k].BMean })
+	add("A: "+rep.A, func(k string) (float64, bool) { m, ok := rep.Metrics[k]; return m.AMean, ok })
+	add("B: "+rep.B, func(k string) (float64, bool) { m, ok := rep.Metrics[k]; return m.BMean, ok })
 	for _, r := range rep.Reference {
-		add(r.Scheduler, func(k string) float64 { return r.Metrics[k] })
+		add(r.Scheduler, func(k string) (float64, bool) { v, ok := r.Metrics[k]; return v, ok })
 	}
 	return rows
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,5 +426,22 @@ func BenchmarkCompare(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A reference that stopped at the bound on every seed has no JCT: its
+// cells read "-", not 0.
+func TestABRefRowsMissing(t *testing.T) {
+	rep := &ABReport{A: "a", B: "b", Metrics: map[string]ABMetric{"avg_jct_h": {AMean: 7.26, BMean: 6.598}, "at_bound": {AMean: 0.3, BMean: 0}},
+		Reference: []ABReference{{Scheduler: "max_min_fairness_perf", Metrics: map[string]float64{"utilisation": 0.95, "at_bound": 1}}}}
+	rows := abRefRows(rep)
+	want := [][]string{
+		{"scheduler", "avg_jct_h", "p99_jct_h", "max_jct_h", "utilisation", "at_bound"},
+		{"A: a", "7.260", "-", "-", "-", "0.3"},
+		{"B: b", "6.598", "-", "-", "-", "0"},
+		{"max_min_fairness_perf", "-", "-", "-", "0.95", "1"},
+	}
+	if !reflect.DeepEqual(rows, want) {
+		t.Fatalf("rows %q, want %q", rows, want)
 	}
 }
