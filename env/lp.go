@@ -203,9 +203,9 @@ func (s *lpSolver) pivot(leave, enter int) {
 	s.basis[leave] = enter
 }
 
-// lpEliminate subtracts f·prow from row so that row[enter] becomes 0; nz
-// lists prow's nonzero columns and v their values (gathered once per
-// pivot, so each row reads them in order).
+// lpEliminate subtracts f times the pivot row from row so that row[enter]
+// becomes 0; nz lists the pivot row's nonzero columns and v their values
+// (gathered once per pivot, so each row reads them in order).
 func lpEliminate(row []float64, nz []int, v []float64, enter int) {
 	f := row[enter]
 	if f == 0 {

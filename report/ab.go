@@ -551,7 +551,7 @@ func WriteABText(w io.Writer, rep *ABReport) error {
 // policy that stopped at the bound on every seed has no JCT).
 func abRefRows(rep *ABReport) [][]string {
 	cols := abRefColumns
-	if _, gpu := rep.Metrics["jobs_completed"]; !gpu {
+	if _, machine := rep.Metrics["jobs_completed"]; !machine {
 		cols = gpuABRefColumns
 	}
 	rows := [][]string{append([]string{"scheduler"}, cols...)}
@@ -574,7 +574,8 @@ func abRefRows(rep *ABReport) [][]string {
 	return rows
 }
 
-// abRefColumns are the metrics of the reference table in Markdown.
+// abRefColumns are the reference table's metrics of a machine-level
+// report.
 var abRefColumns = []string{"jobs_completed", "mean_jct_s", "p95_jct_s", "mean_slowdown", "mean_wait_s",
 	"sla_violation_rate", "util_cpu", "util_gpu", "gpu_frag_rate", "energy_kwh", "oom_kills", "reward_mean"}
 
