@@ -34,6 +34,10 @@ type ScoredPolicy struct {
 	// Pack is a policy file's pack field: AllocationPolicyByName then
 	// gives a PackedScoredPolicy. ScoredPolicy.Allocate itself never packs.
 	Pack bool
+	// Exchange swaps the types of equal-size gangs after the greedy pass
+	// while a swap lowers their summed slowdown (exchange): the score
+	// decides which gangs run, the exchange where.
+	Exchange bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
 	next  map[int]int
@@ -41,6 +45,11 @@ type ScoredPolicy struct {
 	free  []int
 	done  []bool
 	feat  ScoredFeatureSet
+
+	// exchange's buffers
+	xtyp   []int
+	xbest  []float64
+	xa, xb []xchEntry
 }
 
 type scoredPair struct {
@@ -150,6 +159,9 @@ func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
 		x[q.job*nt+q.typ] = 1
 		p.next[s.Jobs[q.job].ID] = q.typ
 	}
+	if p.Exchange {
+		p.exchange(s, x)
+	}
 	p.prev, p.next = p.next, p.prev
 	return nil
 }
@@ -161,6 +173,8 @@ type ScoredPolicyFile struct {
 	Weights  []float64 `json:"weights"`
 	// Pack makes it a PackedScoredPolicy: GPUs are space-shared.
 	Pack bool `json:"pack,omitempty"`
+	// Exchange is ScoredPolicy.Exchange.
+	Exchange bool `json:"exchange,omitempty"`
 	// Training records how the weights were found (free-form, for people).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -180,7 +194,7 @@ func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scored policy: %w", err)
 	}
-	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack}, nil
+	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack, Exchange: f.Exchange}, nil
 }
 
 // decodePolicyFile decodes one JSON object into v, refusing unknown fields
@@ -222,21 +236,25 @@ func checkPolicyFile(kind, wantKind string, names, features []string, weights []
 // WriteScoredPolicy writes weights as a scored policy file at path; one
 // weight more than ScoredFeatures makes it a clairvoyant policy.
 func WriteScoredPolicy(path string, weights []float64, training map[string]any) error {
-	return writeScoredPolicy(path, weights, false, training)
+	return WriteScoredPolicyFile(path, ScoredPolicy{Weights: weights}, training)
 }
 
 // WritePackedScoredPolicy writes weights as a packed scored policy file
 // (pack true): AllocationPolicyByName loads it as a PackedScoredPolicy.
 func WritePackedScoredPolicy(path string, weights []float64, training map[string]any) error {
-	return writeScoredPolicy(path, weights, true, training)
+	return WriteScoredPolicyFile(path, ScoredPolicy{Weights: weights, Pack: true}, training)
 }
 
-func writeScoredPolicy(path string, weights []float64, pack bool, training map[string]any) error {
+// WriteScoredPolicyFile writes p's weights, Pack and Exchange as a scored
+// policy file at path; one weight more than ScoredFeatures makes it a
+// clairvoyant policy (p.Clairvoyant is not read).
+func WriteScoredPolicyFile(path string, p ScoredPolicy, training map[string]any) error {
+	weights := p.Weights
 	names := ScoredFeatureNames(len(weights) == NumScoredFeatures+1)
 	if len(weights) != len(names) {
 		return fmt.Errorf("scored policy: %d weights for %d features", len(weights), len(names))
 	}
-	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: pack, Training: training}, "", "  ")
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: p.Pack, Exchange: p.Exchange, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,10 @@ type RoundESConfig struct {
 	// Pack trains env.PackedScoredPolicy: the same score, with waiting
 	// jobs space-sharing GPUs with running ones (Gavel's packing).
 	Pack bool
+	// Exchange trains env.ScoredPolicy with its exchange pass: the score
+	// decides which gangs run, swaps of equal-size gangs between types
+	// where they run.
+	Exchange bool
 	// Tiered trains env.TieredPackedPolicy instead: the weights of its
 	// tier score, then its log priority ratio and the ratio's load slope,
 	// inside Gavel's max_min_fairness_packed LP.
@@ -182,6 +186,9 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 		if cfg.Pack {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy packs through its LP (Pack and Tiered together)")
 		}
+		if cfg.Exchange {
+			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy's LP already matches jobs to types (Exchange and Tiered together)")
+		}
 		d, nonClair = len(env.TieredFeatureNames(cfg.Clairvoyant))+2, len(env.TieredFeatures)+2
 		if theta == nil {
 			w, r := env.DefaultTieredParams(cfg.Clairvoyant)
@@ -297,7 +304,7 @@ func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
 		return tieredPolicy(w, cfg.Clairvoyant)
 	}
-	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant}
+	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange}
 	if cfg.Pack {
 		return &env.PackedScoredPolicy{ScoredPolicy: p}
 	}

@@ -71,6 +71,9 @@ type TrainOptions struct {
 	// Clairvoyant is the gavel presets' clairvoyant scored policy.
 	// Pack is the gavel presets' packed scored policy.
 	Pack bool `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
+	// Exchange is the gavel presets' scored policy with its exchange pass
+	// (env.ScoredPolicy.Exchange).
+	Exchange bool `flag:"exchange" usage:"--preset gavel or gavel-single (--method es): train the scored policy with its exchange pass, which swaps equal-size gangs between GPU types while that lowers their summed slowdown"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
 	Tiered bool `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
 	// TailWeight, when set, replaces the gavel presets' RoundESConfig.TailWeight (0).
@@ -201,6 +204,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.Pack {
 		return fmt.Errorf("--pack: only the gavel presets train a packed scored policy")
+	}
+	if o.Exchange {
+		return fmt.Errorf("--exchange: only the gavel presets train a scored policy with an exchange pass")
 	}
 	if o.Clairvoyant {
 		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")

@@ -1,0 +1,157 @@
+package env
+
+import (
+	"math"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestScoredExchange checks a hand-computed round on two types with 3
+// GPUs each. Every pair scores the bias alone, so the greedy pass fills by
+// job index: job 0, a gang of 2, and job 1 (fast 2, slow 1: slowdown 2 on
+// slow) fill the fast type; job 2 (fast 10, slow 1: slowdown 10 on slow)
+// and job 3, a gang of 2 that cannot run on fast, the slow one. Jobs 1
+// and 2 sum a slowdown of 1 + 10 = 11; the exchange swaps them (2 + 1 =
+// 3). The two gangs of 2 stay: job 3 cannot run on fast.
+func TestScoredExchange(t *testing.T) {
+	w := make([]float64, NumScoredFeatures)
+	w[0] = 1
+	s := &RoundState{Time: 3600, Types: []string{"fast", "slow"}, Capacity: []int{3, 3},
+		Jobs:       []RoundJob{{ID: 0, Scale: 2}, {ID: 1, Scale: 1}, {ID: 2, Scale: 1}, {ID: 3, Scale: 2}},
+		Throughput: []float64{9, 1, 2, 1, 10, 1, 0, 1}}
+	x := make([]float64, 8)
+	if err := (&ScoredPolicy{Weights: w}).Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1, 0, 1, 0, 0, 1, 0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("greedy x = %v, want %v", x, want)
+	}
+	p := &ScoredPolicy{Weights: w, Exchange: true}
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1, 0, 0, 1, 1, 0, 0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("exchanged x = %v, want %v", x, want)
+	}
+	// The next round's same_type feature sees the types after the swap.
+	if p.prev[1] != 1 || p.prev[2] != 0 {
+		t.Fatalf("previous types %v, want job 1 on type 1 and job 2 on type 0", p.prev)
+	}
+}
+
+// TestScoredExchangeProperties: on random rounds (gangs of 1-8 GPUs, types
+// a job cannot use) the exchange runs the same gangs on the same number of
+// GPUs of each type as the greedy pass, only where they can run, with a
+// summed slowdown no higher, and leaves no swap of two equal-size gangs
+// that would lower it.
+func TestScoredExchangeProperties(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for trial := range 200 {
+		nt, n := 2+rng.IntN(4), 1+rng.IntN(80)
+		s := &RoundState{Time: 3600 * float64(1+rng.IntN(100))}
+		for j := range nt {
+			s.Types = append(s.Types, string(rune('a'+j)))
+			s.Capacity = append(s.Capacity, rng.IntN(40))
+		}
+		for i := range n {
+			s.Jobs = append(s.Jobs, RoundJob{ID: i, Scale: 1 << rng.IntN(4), Arrival: float64(i), Attained: rng.Float64() * 36000, Priority: 1})
+			for range nt {
+				thr := 0.1 + 10*rng.Float64()
+				if rng.IntN(5) == 0 {
+					thr = 0
+				}
+				s.Throughput = append(s.Throughput, thr)
+			}
+		}
+		w := make([]float64, NumScoredFeatures)
+		for k := range w {
+			w[k] = rng.NormFloat64()
+		}
+		w[0] = 5
+		greedy, xch := make([]float64, n*nt), make([]float64, n*nt)
+		if err := (&ScoredPolicy{Weights: w}).Allocate(s, greedy); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&ScoredPolicy{Weights: w, Exchange: true}).Allocate(s, xch); err != nil {
+			t.Fatal(err)
+		}
+		typeOf := func(x []float64, i int) int {
+			for j := range nt {
+				if x[i*nt+j] == 1 {
+					return j
+				}
+			}
+			return -1
+		}
+		slowdown := func(i, j int) float64 {
+			row := s.Throughput[i*nt : (i+1)*nt]
+			return slices.Max(row) / row[j]
+		}
+		usedG, usedX := make([]int, nt), make([]int, nt)
+		var sumG, sumX float64
+		for i, job := range s.Jobs {
+			tg, tx := typeOf(greedy, i), typeOf(xch, i)
+			if (tg < 0) != (tx < 0) {
+				t.Fatalf("trial %d: job %d runs on %d greedy, %d exchanged", trial, i, tg, tx)
+			}
+			if tg < 0 {
+				continue
+			}
+			if s.Throughput[i*nt+tx] <= 0 {
+				t.Fatalf("trial %d: job %d moved to type %d where it cannot run", trial, i, tx)
+			}
+			usedG[tg] += job.Scale
+			usedX[tx] += job.Scale
+			sumG += slowdown(i, tg)
+			sumX += slowdown(i, tx)
+		}
+		if !slices.Equal(usedG, usedX) {
+			t.Fatalf("trial %d: GPUs per type %v greedy, %v exchanged", trial, usedG, usedX)
+		}
+		if sumX > sumG+1e-9 {
+			t.Fatalf("trial %d: summed slowdown %v exchanged > %v greedy", trial, sumX, sumG)
+		}
+		for a := range n {
+			for b := a + 1; b < n; b++ {
+				ta, tb := typeOf(xch, a), typeOf(xch, b)
+				if ta < 0 || tb < 0 || ta == tb || s.Jobs[a].Scale != s.Jobs[b].Scale {
+					continue
+				}
+				before := slowdown(a, ta) + slowdown(b, tb)
+				if after := slowdown(a, tb) + slowdown(b, ta); after < before-1e-6 && !math.IsInf(after, 1) {
+					t.Fatalf("trial %d: swapping jobs %d and %d lowers %v to %v", trial, a, b, before, after)
+				}
+			}
+		}
+	}
+}
+
+func TestScoredExchangeFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "policy.json")
+	w := DefaultScoredWeights()
+	if err := WriteScoredPolicyFile(path, ScoredPolicy{Weights: w, Exchange: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := pol.(*ScoredPolicy); !ok || !p.Exchange || !slices.Equal(p.Weights, w) {
+		t.Fatalf("loaded %#v, want the weights with Exchange", pol)
+	}
+	if err := WriteScoredPolicy(path, w, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pol, err := AllocationPolicyByName(path); err != nil || pol.(*ScoredPolicy).Exchange {
+		t.Fatalf("a file without exchange loaded with it (%v)", err)
+	}
+}
+
+// BenchmarkScoredAllocateExchange is BenchmarkScoredAllocate with the
+// exchange pass.
+func BenchmarkScoredAllocateExchange(b *testing.B) {
+	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}, Exchange: true}
+	benchAllocate(b, p)
+}
