@@ -51,6 +51,7 @@ const (
 type learnedPolicy struct {
 	name     string
 	weights  []float64 // never written after validation
+	exchange bool      // env.ScoredPolicy.Exchange
 	sha256   string
 	source   string // "file:PATH" or "admin"
 	loadedAt time.Time
@@ -66,7 +67,7 @@ func (lp *learnedPolicy) policy() *env.ScoredPolicy {
 	if p, ok := lp.idle.Get().(*env.ScoredPolicy); ok {
 		return p
 	}
-	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights)}
+	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights), Exchange: lp.exchange}
 }
 
 func (lp *learnedPolicy) release(p *env.ScoredPolicy) { lp.idle.Put(p) }
@@ -171,7 +172,7 @@ func validateLearned(name, source string, data []byte) (*learnedPolicy, *refusal
 	if p.Clairvoyant {
 		return nil, &refusal{reasonAllocClairvoyant, errors.New("clairvoyant policy (it reads the jobs' remaining steps): a bound to measure against, not a deployable policy")}
 	}
-	lp := &learnedPolicy{name: name, weights: slices.Clone(p.Weights), source: source, loadedAt: time.Now().UTC()}
+	lp := &learnedPolicy{name: name, weights: slices.Clone(p.Weights), exchange: p.Exchange, source: source, loadedAt: time.Now().UTC()}
 	sum := sha256.Sum256(data)
 	lp.sha256 = hex.EncodeToString(sum[:])
 	if err := smokeLearned(lp); err != nil {
@@ -325,6 +326,9 @@ type AllocationPolicy struct {
 	Source   string    `json:"source"`
 	Features []string  `json:"features"`
 	Weights  []float64 `json:"weights"`
+	// Exchange tells that the policy swaps equal-size gangs between GPU
+	// types after scoring (env.ScoredPolicy.Exchange).
+	Exchange bool      `json:"exchange,omitempty"`
 	LoadedAt time.Time `json:"loaded_at"`
 	// Replaced is the SHA-256 of the version a PUT replaced, if any.
 	Replaced string `json:"replaced_sha256,omitempty"`
@@ -337,7 +341,7 @@ type AllocationPoliciesResponse struct {
 
 func (lp *learnedPolicy) describe() AllocationPolicy {
 	return AllocationPolicy{Name: lp.name, SHA256: lp.sha256, Source: lp.source, Features: env.ScoredFeatureNames(false),
-		Weights: slices.Clone(lp.weights), LoadedAt: lp.loadedAt}
+		Weights: slices.Clone(lp.weights), Exchange: lp.exchange, LoadedAt: lp.loadedAt}
 }
 
 // AllocationPolicies lists the learned allocation policies, by name.

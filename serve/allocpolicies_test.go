@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
@@ -116,6 +117,53 @@ func TestAllocLearnedMatchesEnv(t *testing.T) {
 	}
 	if again := allocCall(t, s.Handler(), req); bi.SHA256 != "" || !slices.Equal(bi.Allocation, again.Allocation) {
 		t.Fatalf("built-in: sha %q, %v against %v without prev_type", bi.SHA256, bi.Allocation, again.Allocation)
+	}
+}
+
+// TestAllocLearnedExchange: a policy file with its exchange pass serves
+// the exchanged allocation, env.ScoredPolicy's with Exchange, and the
+// listing says so. Every pair scores the bias alone, so the greedy pass
+// gives the V100 to job 0, the model that gains least from it; the
+// exchange hands it to job 1, which gains most.
+func TestAllocLearnedExchange(t *testing.T) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v100, err := tab.GPU("v100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k80, err := tab.GPU("k80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	models := []string{"ResNet-18 (batch size 16)", "Transformer (batch size 16)", "ResNet-50 (batch size 16)", "LM (batch size 5)", "A3C", "CycleGAN"}
+	ratio := func(m string) float64 {
+		k := tab.Model(m)
+		if k < 0 {
+			t.Fatalf("model %q not in the table", m)
+		}
+		return tab.Throughput(k, v100, 1, false) / tab.Throughput(k, k80, 1, false)
+	}
+	slices.SortFunc(models, func(a, b string) int { return cmp.Compare(ratio(a), ratio(b)) })
+	w := make([]float64, env.NumScoredFeatures)
+	w[0] = 1
+	path := filepath.Join(t.TempDir(), "exchange.json")
+	if err := env.WriteScoredPolicyFile(path, env.ScoredPolicy{Weights: w, Exchange: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", AllocationPolicies: map[string]string{"x": path}})
+	req := AllocateRequest{Policy: "x", TimeS: 100, GPUs: []AllocateGPU{{"v100", 1}, {"k80", 1}},
+		Jobs: []AllocateJob{{ID: 0, Model: models[0], Scale: 1, StepsTotal: 100, StepsLeft: 100},
+			{ID: 1, Model: models[len(models)-1], Scale: 1, StepsTotal: 100, StepsLeft: 100}}}
+	resp := allocCall(t, s.Handler(), req)
+	if want := []AllocateShare{{0, "k80", 1}, {1, "v100", 1}}; !slices.Equal(resp.Allocation, want) {
+		t.Fatalf("exchange policy allocated %v, want %v (%s x%.2f, %s x%.2f on the V100)", resp.Allocation, want,
+			models[0], ratio(models[0]), models[len(models)-1], ratio(models[len(models)-1]))
+	}
+	if l := s.AllocationPolicies(); len(l.Policies) != 1 || !l.Policies[0].Exchange {
+		t.Fatalf("listing %+v, want the exchange policy marked", l)
 	}
 }
 
