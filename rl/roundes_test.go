@@ -237,7 +237,7 @@ func TestRoundESExchange(t *testing.T) {
 		{"small", "", "", false, "--exchange: only the gavel presets"},
 		{"gavel", "ppo", "", false, "--exchange, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
-		{"gavel", "", t.TempDir(), false, "--pack, --exchange: offline learning"},
+		{"gavel", "", t.TempDir(), false, "--exchange: offline learning"},
 	} {
 		o.Preset, o.GavelMethod, o.Offline, o.Tiered, o.Exchange = c.preset, c.method, c.offline, c.tiered, true
 		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -87,8 +87,11 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		return fmt.Errorf("--tail-weight: offline learning fits logged decisions; it runs no protocol to measure a tail on")
 	}
 	if o.Offline != "" {
-		if o.Pack || o.Exchange {
-			return fmt.Errorf("--pack, --exchange: offline learning fits the plain scored policy (no --pack or --exchange with --offline)")
+		if o.Pack {
+			return fmt.Errorf("--pack: offline learning fits the unpacked policy (no --pack with --offline)")
+		}
+		if o.Exchange {
+			return fmt.Errorf("--exchange: offline learning fits the scored policy without the exchange pass (no --exchange with --offline)")
 		}
 		return o.runGavelOffline(ctx, w)
 	}
