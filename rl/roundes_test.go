@@ -215,7 +215,7 @@ func TestRoundESPack(t *testing.T) {
 // with the exchange pass, and on Gavel's multi-GPU protocol at 2.4 jobs/h
 // the learned weights finish with a lower average JCT with it than
 // without; the flags that do not go with --exchange are refused, naming
-// it.
+// it; training with it does not depend on the number of workers.
 func TestRoundESExchange(t *testing.T) {
 	cfg := DefaultRoundESConfig()
 	w := []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}
@@ -266,6 +266,12 @@ func TestRoundESExchange(t *testing.T) {
 		t.Fatalf("exchanged %+v, greedy %+v", exchanged, greedy)
 	}
 	t.Logf("average JCT %.3f h exchanged, %.3f h greedy", exchanged.avg, greedy.avg)
+	// Training with the pass is as deterministic as without it.
+	tiny := tinyES()
+	tiny.Exchange = true
+	if rx := trainOnOneAndTwoWorkers(t, tiny); math.IsNaN(rx.Fitness) || rx.Fitness <= 0 {
+		t.Fatalf("exchange training fitness %v", rx.Fitness)
+	}
 }
 
 // TestRoundESTiered: with Tiered the candidates are tiered policies whose
