@@ -34,9 +34,9 @@ type ScoredPolicy struct {
 	// Pack is a policy file's pack field: AllocationPolicyByName then
 	// gives a PackedScoredPolicy. ScoredPolicy.Allocate itself never packs.
 	Pack bool
-	// Exchange swaps the types of equal-size gangs after the greedy pass
-	// while a swap lowers their summed slowdown (exchange): the score
-	// decides which gangs run, the exchange where.
+	// Exchange swaps gangs between types, and moves them onto free GPUs,
+	// after the greedy pass while that lowers their summed slowdown
+	// (exchange): the score decides which gangs run, the exchange where.
 	Exchange bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
@@ -50,6 +50,8 @@ type ScoredPolicy struct {
 	xtyp   []int
 	xbest  []float64
 	xa, xb []xchEntry
+	xsizes []int      // the allocated gangs' sizes
+	xcand  []xchEntry // swapUnequal's best partners, by (type, type, size)
 }
 
 type scoredPair struct {

@@ -41,11 +41,40 @@ func TestScoredExchange(t *testing.T) {
 	}
 }
 
+// TestScoredExchangeUnequal checks a hand-computed round where the
+// changes need free GPUs: the fast type has 2 GPUs, the slow one 4. The
+// greedy pass puts job 0, a gang of 2 (slowdown 2 on slow), on fast and
+// jobs 1 and 2 (slowdowns 10 and 5 on slow) on slow: 1 + 10 + 5 = 16. No
+// equal-size swap helps; job 0 trades places with job 1, the free slow
+// GPUs taking the extra one (2 + 1 + 5 = 8), and job 2 moves to the fast
+// GPU that frees (2 + 1 + 1 = 4).
+func TestScoredExchangeUnequal(t *testing.T) {
+	w := make([]float64, NumScoredFeatures)
+	w[0] = 1
+	s := &RoundState{Time: 3600, Types: []string{"fast", "slow"}, Capacity: []int{2, 4},
+		Jobs:       []RoundJob{{ID: 0, Scale: 2}, {ID: 1, Scale: 1}, {ID: 2, Scale: 1}},
+		Throughput: []float64{2, 1, 10, 1, 5, 1}}
+	x := make([]float64, 6)
+	if err := (&ScoredPolicy{Weights: w}).Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{1, 0, 0, 1, 0, 1}; !slices.Equal(x, want) {
+		t.Fatalf("greedy x = %v, want %v", x, want)
+	}
+	if err := (&ScoredPolicy{Weights: w, Exchange: true}).Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if want := []float64{0, 1, 1, 0, 1, 0}; !slices.Equal(x, want) {
+		t.Fatalf("exchanged x = %v, want %v", x, want)
+	}
+}
+
 // TestScoredExchangeProperties: on random rounds (gangs of 1-8 GPUs, types
-// a job cannot use) the exchange runs the same gangs on the same number of
-// GPUs of each type as the greedy pass, only where they can run, with a
-// summed slowdown no higher, and leaves no swap of two equal-size gangs
-// that would lower it.
+// a job cannot use) the exchange runs the same gangs as the greedy pass,
+// only where they can run and within each type's GPUs, with a summed
+// slowdown no higher, and leaves no change that would lower it: no swap of
+// two equal-size gangs, no move to a type whose free GPUs hold the gang,
+// no swap of two gangs of different sizes that the free GPUs allow.
 func TestScoredExchangeProperties(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for trial := range 200 {
@@ -89,7 +118,7 @@ func TestScoredExchangeProperties(t *testing.T) {
 			row := s.Throughput[i*nt : (i+1)*nt]
 			return slices.Max(row) / row[j]
 		}
-		usedG, usedX := make([]int, nt), make([]int, nt)
+		usedX := make([]int, nt)
 		var sumG, sumX float64
 		for i, job := range s.Jobs {
 			tg, tx := typeOf(greedy, i), typeOf(xch, i)
@@ -102,26 +131,38 @@ func TestScoredExchangeProperties(t *testing.T) {
 			if s.Throughput[i*nt+tx] <= 0 {
 				t.Fatalf("trial %d: job %d moved to type %d where it cannot run", trial, i, tx)
 			}
-			usedG[tg] += job.Scale
 			usedX[tx] += job.Scale
 			sumG += slowdown(i, tg)
 			sumX += slowdown(i, tx)
 		}
-		if !slices.Equal(usedG, usedX) {
-			t.Fatalf("trial %d: GPUs per type %v greedy, %v exchanged", trial, usedG, usedX)
+		free := make([]int, nt)
+		for j := range nt {
+			if usedX[j] > s.Capacity[j] {
+				t.Fatalf("trial %d: type %d has %d GPUs in use, %d exist", trial, j, usedX[j], s.Capacity[j])
+			}
+			free[j] = s.Capacity[j] - usedX[j]
 		}
 		if sumX > sumG+1e-9 {
 			t.Fatalf("trial %d: summed slowdown %v exchanged > %v greedy", trial, sumX, sumG)
 		}
 		for a := range n {
+			ta, sa := typeOf(xch, a), s.Jobs[a].Scale
+			if ta < 0 {
+				continue
+			}
+			for j := range nt {
+				if j != ta && free[j] >= sa && slowdown(a, j) < slowdown(a, ta)-1e-6 {
+					t.Fatalf("trial %d: moving job %d from type %d to free type %d lowers its slowdown", trial, a, ta, j)
+				}
+			}
 			for b := a + 1; b < n; b++ {
-				ta, tb := typeOf(xch, a), typeOf(xch, b)
-				if ta < 0 || tb < 0 || ta == tb || s.Jobs[a].Scale != s.Jobs[b].Scale {
+				tb, sb := typeOf(xch, b), s.Jobs[b].Scale
+				if tb < 0 || ta == tb || free[tb] < sa-sb || free[ta] < sb-sa {
 					continue
 				}
 				before := slowdown(a, ta) + slowdown(b, tb)
 				if after := slowdown(a, tb) + slowdown(b, ta); after < before-1e-6 && !math.IsInf(after, 1) {
-					t.Fatalf("trial %d: swapping jobs %d and %d lowers %v to %v", trial, a, b, before, after)
+					t.Fatalf("trial %d: swapping jobs %d and %d (sizes %d, %d) lowers %v to %v", trial, a, b, sa, sb, before, after)
 				}
 			}
 		}

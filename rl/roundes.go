@@ -31,8 +31,8 @@ type RoundESConfig struct {
 	// jobs space-sharing GPUs with running ones (Gavel's packing).
 	Pack bool
 	// Exchange trains env.ScoredPolicy with its exchange pass: the score
-	// decides which gangs run, swaps of equal-size gangs between types
-	// where they run.
+	// decides which gangs run, swaps and moves between types where they
+	// run.
 	Exchange bool
 	// Tiered trains env.TieredPackedPolicy instead: the weights of its
 	// tier score, then its log priority ratio and the ratio's load slope,

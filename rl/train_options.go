@@ -73,7 +73,7 @@ type TrainOptions struct {
 	Pack bool `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
 	// Exchange is the gavel presets' scored policy with its exchange pass
 	// (env.ScoredPolicy.Exchange).
-	Exchange bool `flag:"exchange" usage:"--preset gavel or gavel-single (--method es): train the scored policy with its exchange pass, which swaps equal-size gangs between GPU types while that lowers their summed slowdown"`
+	Exchange bool `flag:"exchange" usage:"--preset gavel or gavel-single (--method es): train the scored policy with its exchange pass, which swaps gangs between GPU types and moves them onto free GPUs while that lowers their summed slowdown"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
 	Tiered bool `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
 	// TailWeight, when set, replaces the gavel presets' RoundESConfig.TailWeight (0).
