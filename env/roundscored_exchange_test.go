@@ -196,3 +196,19 @@ func BenchmarkScoredAllocateExchange(b *testing.B) {
 	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}, Exchange: true}
 	benchAllocate(b, p)
 }
+
+// BenchmarkScoredAllocateExchangeFree is BenchmarkScoredAllocateExchange
+// with 600 GPUs of each type, more than the 400 gangs ask for: every gang
+// runs and every type has free GPUs, so the moves and unequal swaps are
+// all open (the pass's costliest case).
+func BenchmarkScoredAllocateExchangeFree(b *testing.B) {
+	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}, Exchange: true}
+	benchAllocateWith(b, p, func(s *RoundState) { s.Capacity = []int{600, 600, 600} })
+}
+
+// BenchmarkScoredAllocateFree is BenchmarkScoredAllocate on the round of
+// BenchmarkScoredAllocateExchangeFree.
+func BenchmarkScoredAllocateFree(b *testing.B) {
+	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}}
+	benchAllocateWith(b, p, func(s *RoundState) { s.Capacity = []int{600, 600, 600} })
+}
