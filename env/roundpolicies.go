@@ -445,6 +445,13 @@ func (p *Tiresias) Name() string { return "tiresias" }
 // throughput spread over servers is below half its consolidated one on
 // the GPU type; other gangs take any free GPUs.
 func (p *Tiresias) MustConsolidate(consolidated, spread float64) bool {
+	return placementSensitive(consolidated, spread)
+}
+
+// placementSensitive is Tiresias's test of a gang's sensitivity to
+// placement: its throughput spread over servers is below half its
+// consolidated one.
+func placementSensitive(consolidated, spread float64) bool {
 	return spread < 0.5*consolidated
 }
 

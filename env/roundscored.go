@@ -38,6 +38,13 @@ type ScoredPolicy struct {
 	// after the greedy pass while that lowers their summed slowdown
 	// (exchange): the score decides which gangs run, the exchange where.
 	Exchange bool
+	// Consolidate runs a gang whose model is sensitive to placement on one
+	// server only, by Tiresias's rule (MustConsolidate): spread over
+	// servers it would run at under half its consolidated throughput. It
+	// acts where the simulator models servers (RoundConfig.Locality: the
+	// node-list clusters), not on Gavel's protocol, and changes no
+	// allocation, only where a gang may be placed.
+	Consolidate bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
 	next  map[int]int
@@ -111,6 +118,12 @@ func (p *ScoredPolicy) Name() string {
 // IsClairvoyant implements ClairvoyantPolicy.
 func (p *ScoredPolicy) IsClairvoyant() bool { return p.Clairvoyant }
 
+// MustConsolidate implements ConsolidatingPolicy: with Consolidate, a
+// placement-sensitive gang runs on one server or waits the round.
+func (p *ScoredPolicy) MustConsolidate(consolidated, spread float64) bool {
+	return p.Consolidate && placementSensitive(consolidated, spread)
+}
+
 // RoundHints implements RoundHintsPolicy: a job runs only where it is
 // allocated, so that a non-positive score keeps it off a type.
 func (p *ScoredPolicy) RoundHints() RoundHints { return RoundHints{SkipUnallocated: true} }
@@ -177,6 +190,8 @@ type ScoredPolicyFile struct {
 	Pack bool `json:"pack,omitempty"`
 	// Exchange is ScoredPolicy.Exchange.
 	Exchange bool `json:"exchange,omitempty"`
+	// Consolidate is ScoredPolicy.Consolidate.
+	Consolidate bool `json:"consolidate,omitempty"`
 	// Training records how the weights were found (free-form, for people).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -196,7 +211,7 @@ func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scored policy: %w", err)
 	}
-	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack, Exchange: f.Exchange}, nil
+	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack, Exchange: f.Exchange, Consolidate: f.Consolidate}, nil
 }
 
 // decodePolicyFile decodes one JSON object into v, refusing unknown fields
@@ -247,16 +262,17 @@ func WritePackedScoredPolicy(path string, weights []float64, training map[string
 	return WriteScoredPolicyFile(path, ScoredPolicy{Weights: weights, Pack: true}, training)
 }
 
-// WriteScoredPolicyFile writes p's weights, Pack and Exchange as a scored
-// policy file at path; one weight more than ScoredFeatures makes it a
-// clairvoyant policy (p.Clairvoyant is not read).
+// WriteScoredPolicyFile writes p's weights, Pack, Exchange and
+// Consolidate as a scored policy file at path; one weight more than
+// ScoredFeatures makes it a clairvoyant policy (p.Clairvoyant is not
+// read).
 func WriteScoredPolicyFile(path string, p ScoredPolicy, training map[string]any) error {
 	weights := p.Weights
 	names := ScoredFeatureNames(len(weights) == NumScoredFeatures+1)
 	if len(weights) != len(names) {
 		return fmt.Errorf("scored policy: %d weights for %d features", len(weights), len(names))
 	}
-	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: p.Pack, Exchange: p.Exchange, Training: training}, "", "  ")
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: p.Pack, Exchange: p.Exchange, Consolidate: p.Consolidate, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

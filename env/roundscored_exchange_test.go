@@ -212,3 +212,28 @@ func BenchmarkScoredAllocateFree(b *testing.B) {
 	p := &ScoredPolicy{Weights: []float64{9.85, -0.79, 1.41, -0.14, 1.62, 0.59, -0.57, 0.38, -0.87, 0.74}}
 	benchAllocateWith(b, p, func(s *RoundState) { s.Capacity = []int{600, 600, 600} })
 }
+
+// TestScoredConsolidate: Consolidate switches on Tiresias's rule (spread
+// below half the consolidated throughput) and no other, and survives the
+// file. TestGangsWhole checks that such a policy's gangs run on one server.
+func TestScoredConsolidate(t *testing.T) {
+	w := DefaultScoredWeights()
+	if (&ScoredPolicy{Weights: w}).MustConsolidate(8, 2) {
+		t.Fatal("consolidates without Consolidate")
+	}
+	p := &ScoredPolicy{Weights: w, Consolidate: true}
+	if !p.MustConsolidate(8, 2) || p.MustConsolidate(6, 5) || p.MustConsolidate(10, 5) {
+		t.Fatal("consolidation rule is not spread < 0.5 x consolidated")
+	}
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := WriteScoredPolicyFile(path, ScoredPolicy{Weights: w, Exchange: true, Consolidate: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q, ok := pol.(*ScoredPolicy); !ok || !q.Consolidate || !q.Exchange {
+		t.Fatalf("loaded %#v, want Consolidate and Exchange", pol)
+	}
+}

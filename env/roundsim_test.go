@@ -142,8 +142,8 @@ func TestMidRoundCompletion(t *testing.T) {
 // policies and gang placers, after every round's placement each running
 // gang holds exactly its scale factor of distinct GPUs, all of one type,
 // no GPU is held twice, a job runs in at most one gang, and a gang the
-// policy consolidates (Tiresias's placement-sensitive jobs) is on one
-// server.
+// policy consolidates (the placement-sensitive jobs of Tiresias and of a
+// scored policy with Consolidate) is on one server.
 func TestGangsWhole(t *testing.T) {
 	tab, err := GavelThroughputTable()
 	if err != nil {
@@ -159,10 +159,13 @@ func TestGangsWhole(t *testing.T) {
 		seeds = 1
 	}
 	for _, placement := range GangPlacerNames() {
-		for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle"} {
+		for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle", "scored"} {
 			name := name + "/" + placement
 			for seed := range uint64(seeds) {
 				pol, _ := AllocationPolicyByName(strings.TrimSuffix(name, "/"+placement))
+				if strings.HasPrefix(name, "scored/") {
+					pol = &ScoredPolicy{Weights: DefaultScoredWeights(), Exchange: true, Consolidate: true}
+				}
 				gen, err := NewGavelGenerator(tab, GavelWorkloadConfig{Rate: 0.5, Multi: true, Seed: seed})
 				if err != nil {
 					t.Fatal(err)

@@ -34,6 +34,10 @@ type RoundESConfig struct {
 	// decides which gangs run, swaps and moves between types where they
 	// run.
 	Exchange bool
+	// Consolidate trains env.ScoredPolicy with Consolidate: on the
+	// node-list clusters of the training scenarios placement-sensitive
+	// gangs run on one server only.
+	Consolidate bool
 	// Tiered trains env.TieredPackedPolicy instead: the weights of its
 	// tier score, then its log priority ratio and the ratio's load slope,
 	// inside Gavel's max_min_fairness_packed LP.
@@ -189,6 +193,9 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 		if cfg.Exchange {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy's LP already matches jobs to types (Exchange and Tiered together)")
 		}
+		if cfg.Consolidate {
+			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy time-shares through its LP and places as max_min_fairness_packed does (Consolidate and Tiered together)")
+		}
 		d, nonClair = len(env.TieredFeatureNames(cfg.Clairvoyant))+2, len(env.TieredFeatures)+2
 		if theta == nil {
 			w, r := env.DefaultTieredParams(cfg.Clairvoyant)
@@ -304,7 +311,7 @@ func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
 		return tieredPolicy(w, cfg.Clairvoyant)
 	}
-	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange}
+	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate}
 	if cfg.Pack {
 		return &env.PackedScoredPolicy{ScoredPolicy: p}
 	}

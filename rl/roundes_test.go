@@ -235,7 +235,7 @@ func TestRoundESExchange(t *testing.T) {
 		want                    string
 	}{
 		{"small", "", "", false, "--exchange: only the gavel presets"},
-		{"gavel", "ppo", "", false, "--exchange, --tiered or"},
+		{"gavel", "ppo", "", false, "--exchange, --consolidate, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
 		{"gavel", "", t.TempDir(), false, "--exchange: offline learning"},
 	} {
@@ -271,6 +271,39 @@ func TestRoundESExchange(t *testing.T) {
 	tiny.Exchange = true
 	if rx := trainOnOneAndTwoWorkers(t, tiny); math.IsNaN(rx.Fitness) || rx.Fitness <= 0 {
 		t.Fatalf("exchange training fitness %v", rx.Fitness)
+	}
+}
+
+// TestRoundESConsolidate: with Consolidate the candidates are scored
+// policies that consolidate gangs, and the flags that do not go with
+// --consolidate are refused, naming it.
+func TestRoundESConsolidate(t *testing.T) {
+	cfg := DefaultRoundESConfig()
+	cfg.Consolidate = true
+	w := env.DefaultScoredWeights()
+	if p, ok := cfg.policy(w).(*env.ScoredPolicy); !ok || !p.Consolidate {
+		t.Fatalf("Consolidate gives %T %+v", cfg.policy(w), cfg.policy(w))
+	}
+	cfg.Tiered = true
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "Consolidate and Tiered") {
+		t.Fatalf("consolidate and tiered: %v", err)
+	}
+	o := DefaultTrainOptions()
+	o.Out = t.TempDir()
+	for _, c := range []struct {
+		preset, method, offline string
+		tiered                  bool
+		want                    string
+	}{
+		{"small", "", "", false, "--consolidate: only the gavel presets"},
+		{"gavel", "ppo", "", false, "--consolidate, --tiered or"},
+		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
+		{"gavel", "", t.TempDir(), false, "--consolidate: offline learning"},
+	} {
+		o.Preset, o.GavelMethod, o.Offline, o.Tiered, o.Consolidate = c.preset, c.method, c.offline, c.tiered, true
+		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("--preset %s --method %q --offline %q --tiered=%v --consolidate: %v, want %q", c.preset, c.method, c.offline, c.tiered, err, c.want)
+		}
 	}
 }
 
@@ -318,7 +351,7 @@ func TestRoundESTiered(t *testing.T) {
 	}{
 		{"small", "", "", false, "--tiered: only the gavel presets"},
 		{"gavel", "", "", false, "--tiered: trains on the continuous-single protocol only"},
-		{"gavel-single", "ppo", "", false, "--pack, --exchange, --tiered or"},
+		{"gavel-single", "ppo", "", false, "--pack, --exchange, --consolidate, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs"},
 		{"gavel-single", "", "openb/16-multi@1", false, "--tiered: the tiered policy packs"},
 	} {

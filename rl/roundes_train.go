@@ -64,14 +64,14 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		if o.given(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --exchange, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --exchange, --consolidate, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Exchange || o.Tiered || o.given("tail-weight") {
-			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --exchange, --tiered or --tail-weight)")
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Exchange || o.Consolidate || o.Tiered || o.given("tail-weight") {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --exchange, --consolidate, --tiered or --tail-weight)")
 		}
 		return o.runGavelPPO(ctx, w)
 	default:
@@ -80,8 +80,8 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Tiered && o.Preset != "gavel-single" {
 		return fmt.Errorf("--tiered: trains on the continuous-single protocol only (--preset gavel-single)")
 	}
-	if o.Tiered && (o.Pack || o.Exchange || o.Offline != "" || o.GavelScenarios != "") {
-		return fmt.Errorf("--tiered: the tiered policy packs and matches types through Gavel's LP and trains online on the protocol's runs (no --pack, --exchange, --offline or --train-scenarios)")
+	if o.Tiered && (o.Pack || o.Exchange || o.Consolidate || o.Offline != "" || o.GavelScenarios != "") {
+		return fmt.Errorf("--tiered: the tiered policy packs and matches types through Gavel's LP and trains online on the protocol's runs (no --pack, --exchange, --consolidate, --offline or --train-scenarios)")
 	}
 	if o.Offline != "" && o.given("tail-weight") {
 		return fmt.Errorf("--tail-weight: offline learning fits logged decisions; it runs no protocol to measure a tail on")
@@ -92,6 +92,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		}
 		if o.Exchange {
 			return fmt.Errorf("--exchange: offline learning fits the scored policy without the exchange pass (no --exchange with --offline)")
+		}
+		if o.Consolidate {
+			return fmt.Errorf("--consolidate: offline learning fits the scored policy's weights only (no --consolidate with --offline)")
 		}
 		return o.runGavelOffline(ctx, w)
 	}
@@ -109,7 +112,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Tiered {
 		cfg = DefaultRoundESConfigTiered()
 	}
-	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange = o.Seed, o.Clairvoyant, o.Pack, o.Exchange
+	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange, cfg.Consolidate = o.Seed, o.Clairvoyant, o.Pack, o.Exchange, o.Consolidate
 	if cfg.Pack {
 		// The unpacked baselines stop at the bound where packing matters.
 		cfg.Baseline = "max_min_fairness_packed"
@@ -169,7 +172,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	}
 	pol := filepath.Join(o.Out, "policy.json")
 	training := map[string]any{"method": "evolution strategies", "multi": cfg.Multi, "tail_weight": cfg.TailWeight,
-		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "exchange": cfg.Exchange, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
+		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "exchange": cfg.Exchange, "consolidate": cfg.Consolidate, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
 	features := env.ScoredFeatureNames(cfg.Clairvoyant)
 	switch {
 	case cfg.Tiered:
@@ -179,7 +182,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		res.Weights = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 		err = env.WriteTieredPolicy(pol, tp, training)
 	default:
-		err = env.WriteScoredPolicyFile(pol, env.ScoredPolicy{Weights: res.Weights, Pack: cfg.Pack, Exchange: cfg.Exchange}, training)
+		err = env.WriteScoredPolicyFile(pol, env.ScoredPolicy{Weights: res.Weights, Pack: cfg.Pack, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate}, training)
 	}
 	if err != nil {
 		return err
