@@ -31,8 +31,8 @@ type xchEntry struct {
 //
 // Passes repeat until one changes nothing, when no such swap or move
 // would lower the summed slowdown; maxExchangePasses bounds them. A pass
-// is O(jobs × types² × sizes + sorting) plus O(jobs on the two types ×
-// types) per unequal swap or move.
+// is O(jobs × types² × sizes + sorting) plus O(jobs × types) per move or
+// unequal swap.
 func (p *ScoredPolicy) exchange(s *RoundState, x []float64) {
 	nt, n := len(s.Types), len(s.Jobs)
 	p.xtyp = slices.Grow(p.xtyp[:0], n)[:n]
@@ -242,9 +242,10 @@ func (p *ScoredPolicy) rebuildCand(s *RoundState, tb int) {
 	}
 }
 
-// maxExchangePasses bounds exchange's passes. Each swap lowers the summed
-// slowdown, so they end; on Gavel's continuous-multiple protocol (seed
-// 100, 1.4 and 2.6 jobs/h) the last is the first, second or third.
+// maxExchangePasses bounds exchange's passes. Each change lowers the
+// summed slowdown, so they end; on Gavel's continuous-multiple protocol
+// (seed 100, 1.4, 2.0 and 2.6 jobs/h) the last, which changes nothing, is
+// at most the fifth.
 const maxExchangePasses = 32
 
 // exchangeMinGain is the summed slowdown a swap must save: above round-off,
