@@ -1,6 +1,7 @@
 package env
 
 import (
+	"math"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -89,9 +90,12 @@ func TestScoredPolicyFile(t *testing.T) {
 }
 
 // FuzzParseScoredPolicy: any input is refused with an error or gives a
-// policy with one finite weight per feature.
+// policy with one finite weight per feature (one more for a clairvoyant
+// policy).
 func FuzzParseScoredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-scored-allocation","features":["bias","log_attained","log_age","log2_scale","log_rel_thr","same_type","running","log_spread","served_frac","rel_thr_x_load"],"weights":[10,0,1,0,1,0,0,0,0,0]}`))
+	f.Add([]byte(`{"kind":"tegrl-scored-allocation","features":["bias","log_attained","log_age","log2_scale","log_rel_thr","same_type","running","log_spread","served_frac","rel_thr_x_load"],"weights":[10,0,1,0,1,0,0,0,0,0],"exchange":true,"consolidate":true}`))
+	f.Add([]byte(`{"kind":"tegrl-scored-allocation","features":["bias","log_attained","log_age","log2_scale","log_rel_thr","same_type","running","log_spread","served_frac","rel_thr_x_load","log_remaining_h"],"weights":[10,0,1,0,1,0,0,0,0,0,-1]}`))
 	f.Add([]byte(`{"kind":"tegrl-scored-allocation","weights":[1e999]}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
@@ -99,8 +103,13 @@ func FuzzParseScoredPolicy(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if len(p.Weights) != NumScoredFeatures {
-			t.Fatalf("%d weights", len(p.Weights))
+		if len(p.Weights) != len(ScoredFeatureNames(p.Clairvoyant)) {
+			t.Fatalf("%d weights, clairvoyant %v", len(p.Weights), p.Clairvoyant)
+		}
+		for k, w := range p.Weights {
+			if math.IsNaN(w) || math.IsInf(w, 0) {
+				t.Fatalf("weight %d is %v", k, w)
+			}
 		}
 	})
 }
