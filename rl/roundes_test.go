@@ -227,23 +227,12 @@ func TestRoundESExchange(t *testing.T) {
 	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "Exchange and Tiered") {
 		t.Fatalf("exchange and tiered: %v", err)
 	}
-	o := DefaultTrainOptions()
-	o.Out = t.TempDir()
-	for _, c := range []struct {
-		preset, method, offline string
-		tiered                  bool
-		want                    string
-	}{
+	checkFlagRefusals(t, "--exchange", func(o *TrainOptions) { o.Exchange = true }, []flagRefusal{
 		{"small", "", "", false, "--exchange: only the gavel presets"},
 		{"gavel", "ppo", "", false, "--exchange, --consolidate, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
 		{"gavel", "", t.TempDir(), false, "--exchange: offline learning"},
-	} {
-		o.Preset, o.GavelMethod, o.Offline, o.Tiered, o.Exchange = c.preset, c.method, c.offline, c.tiered, true
-		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--preset %s --method %q --offline %q --tiered=%v --exchange: %v, want %q", c.preset, c.method, c.offline, c.tiered, err, c.want)
-		}
-	}
+	})
 	if testing.Short() {
 		return
 	}
@@ -288,21 +277,33 @@ func TestRoundESConsolidate(t *testing.T) {
 	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "Consolidate and Tiered") {
 		t.Fatalf("consolidate and tiered: %v", err)
 	}
-	o := DefaultTrainOptions()
-	o.Out = t.TempDir()
-	for _, c := range []struct {
-		preset, method, offline string
-		tiered                  bool
-		want                    string
-	}{
+	checkFlagRefusals(t, "--consolidate", func(o *TrainOptions) { o.Consolidate = true }, []flagRefusal{
 		{"small", "", "", false, "--consolidate: only the gavel presets"},
 		{"gavel", "ppo", "", false, "--consolidate, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
 		{"gavel", "", t.TempDir(), false, "--consolidate: offline learning"},
-	} {
-		o.Preset, o.GavelMethod, o.Offline, o.Tiered, o.Consolidate = c.preset, c.method, c.offline, c.tiered, true
+	})
+}
+
+// flagRefusal is a tegrl train preset, method, offline folder and
+// --tiered under which a flag must be refused with an error holding want.
+type flagRefusal struct {
+	preset, method, offline string
+	tiered                  bool
+	want                    string
+}
+
+// checkFlagRefusals runs tegrl train with the flag set by set under each
+// refusal's settings and checks the error.
+func checkFlagRefusals(t *testing.T, flag string, set func(*TrainOptions), cases []flagRefusal) {
+	t.Helper()
+	o := DefaultTrainOptions()
+	o.Out = t.TempDir()
+	set(&o)
+	for _, c := range cases {
+		o.Preset, o.GavelMethod, o.Offline, o.Tiered = c.preset, c.method, c.offline, c.tiered
 		if err := o.Run(context.Background(), nil); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("--preset %s --method %q --offline %q --tiered=%v --consolidate: %v, want %q", c.preset, c.method, c.offline, c.tiered, err, c.want)
+			t.Errorf("--preset %s --method %q --offline %q --tiered=%v %s: %v, want %q", c.preset, c.method, c.offline, c.tiered, flag, err, c.want)
 		}
 	}
 }
