@@ -219,7 +219,9 @@ func (p *ScoredPolicy) swapUnequal(s *RoundState, x []float64) bool {
 
 // rebuildCand recomputes p.xcand's entries of the gangs on type tb: for
 // every other type and size, the gang on tb of that size that saves most
-// by moving there (lowest index on ties; job -1 where none saves any).
+// (or loses least: its partner's gain may outweigh it) by moving there,
+// lowest index on ties; job -1 where no gang of that size on tb can run
+// there.
 func (p *ScoredPolicy) rebuildCand(s *RoundState, tb int) {
 	nt, ns := len(s.Types), len(p.xsizes)
 	row := p.xcand[tb*nt*ns : (tb+1)*nt*ns]
