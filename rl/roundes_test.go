@@ -211,6 +211,29 @@ func TestRoundESPack(t *testing.T) {
 	}
 }
 
+// TestPackBaseline: --pack makes max_min_fairness_packed the baseline on
+// single-GPU jobs, where the unpacked baselines stop at the bound; with
+// gangs it stops first, and fifo_perf stays the baseline.
+func TestPackBaseline(t *testing.T) {
+	for _, c := range []struct {
+		preset string
+		pack   bool
+		want   string
+	}{
+		{"gavel", false, "fifo_perf"},
+		{"gavel", true, "fifo_perf"},
+		{"gavel-single", false, DefaultRoundESConfigSingle().Baseline},
+		{"gavel-single", true, "max_min_fairness_packed"},
+	} {
+		o := DefaultTrainOptions()
+		o.Preset, o.Pack = c.preset, c.pack
+		cfg, err := o.gavelESConfig()
+		if err != nil || cfg.Baseline != c.want || cfg.Pack != c.pack {
+			t.Errorf("--preset %s --pack=%v: baseline %q pack %v (%v), want %q", c.preset, c.pack, cfg.Baseline, cfg.Pack, err, c.want)
+		}
+	}
+}
+
 // TestRoundESExchange: with Exchange the candidates are scored policies
 // with the exchange pass, and on Gavel's multi-GPU protocol at 2.4 jobs/h
 // the learned weights finish with a lower average JCT with it than

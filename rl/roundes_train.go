@@ -105,54 +105,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			return fmt.Errorf("--eval-seeds: %w", err)
 		}
 	}
-	cfg := DefaultRoundESConfig()
-	if o.Preset == "gavel-single" {
-		cfg = DefaultRoundESConfigSingle()
-	}
-	if o.Tiered {
-		cfg = DefaultRoundESConfigTiered()
-	}
-	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange, cfg.Consolidate = o.Seed, o.Clairvoyant, o.Pack, o.Exchange, o.Consolidate
-	if cfg.Pack {
-		// The unpacked baselines stop at the bound where packing matters.
-		cfg.Baseline = "max_min_fairness_packed"
-	}
-	if o.given("tail-weight") {
-		if !(o.TailWeight >= 0 && o.TailWeight <= 100) {
-			return fmt.Errorf("--tail-weight %v: want a weight in [0, 100]", o.TailWeight)
-		}
-		cfg.TailWeight = o.TailWeight
-	}
-	if o.GavelRates != "" {
-		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
-			return fmt.Errorf("--rates: %w", err)
-		}
-	}
-	if o.GavelScenarios != "" {
-		if cfg.Scenarios, err = ParseRoundESScenarios(o.GavelScenarios, cfg.Seeds); err != nil {
-			return fmt.Errorf("--train-scenarios: %w", err)
-		}
-	}
-	if o.Init != "" && cfg.Tiered {
-		p, err := env.AllocationPolicyByName(o.Init)
-		tp, ok := p.(*env.TieredPackedPolicy)
-		if err != nil {
-			return fmt.Errorf("--init: %w", err)
-		}
-		if !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
-			return fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant", o.Init)
-		}
-		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
-	} else if o.Init != "" {
-		p, err := env.AllocationPolicyByName(o.Init)
-		sp, ok := p.(*env.ScoredPolicy)
-		if pp, packed := p.(*env.PackedScoredPolicy); packed {
-			sp, ok = &pp.ScoredPolicy, true
-		}
-		if err != nil || !ok || (sp.Clairvoyant && !cfg.Clairvoyant) {
-			return fmt.Errorf("--init %s: want a scored policy file (tegrl train --preset gavel output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
-		}
-		cfg.Init = sp.Weights
+	cfg, err := o.gavelESConfig()
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(o.Out, 0o755); err != nil {
 		return err
@@ -317,4 +272,64 @@ func (o TrainOptions) gavelEvalSpec() string {
 		return o.EvalSeeds
 	}
 	return GavelEvalSeeds
+}
+
+// gavelESConfig is the evolution-strategies configuration --preset gavel
+// and gavel-single train with: the preset's defaults with the flags over
+// them, the baseline the fitness is relative to, and --init's weights.
+func (o TrainOptions) gavelESConfig() (RoundESConfig, error) {
+	var err error
+	cfg := DefaultRoundESConfig()
+	if o.Preset == "gavel-single" {
+		cfg = DefaultRoundESConfigSingle()
+	}
+	if o.Tiered {
+		cfg = DefaultRoundESConfigTiered()
+	}
+	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange, cfg.Consolidate = o.Seed, o.Clairvoyant, o.Pack, o.Exchange, o.Consolidate
+	if cfg.Pack && o.Preset == "gavel-single" {
+		// On single-GPU jobs the unpacked baselines stop at the bound
+		// where packing matters. With gangs it is max_min_fairness_packed
+		// that stops first (Gavel's multi-GPU protocol from 2.2 jobs/h),
+		// and fifo_perf stays the baseline.
+		cfg.Baseline = "max_min_fairness_packed"
+	}
+	if o.given("tail-weight") {
+		if !(o.TailWeight >= 0 && o.TailWeight <= 100) {
+			return cfg, fmt.Errorf("--tail-weight %v: want a weight in [0, 100]", o.TailWeight)
+		}
+		cfg.TailWeight = o.TailWeight
+	}
+	if o.GavelRates != "" {
+		if cfg.Rates, err = report.ParseRates(o.GavelRates); err != nil {
+			return cfg, fmt.Errorf("--rates: %w", err)
+		}
+	}
+	if o.GavelScenarios != "" {
+		if cfg.Scenarios, err = ParseRoundESScenarios(o.GavelScenarios, cfg.Seeds); err != nil {
+			return cfg, fmt.Errorf("--train-scenarios: %w", err)
+		}
+	}
+	if o.Init != "" && cfg.Tiered {
+		p, err := env.AllocationPolicyByName(o.Init)
+		tp, ok := p.(*env.TieredPackedPolicy)
+		if err != nil {
+			return cfg, fmt.Errorf("--init: %w", err)
+		}
+		if !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
+			return cfg, fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant", o.Init)
+		}
+		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
+	} else if o.Init != "" {
+		p, err := env.AllocationPolicyByName(o.Init)
+		sp, ok := p.(*env.ScoredPolicy)
+		if pp, packed := p.(*env.PackedScoredPolicy); packed {
+			sp, ok = &pp.ScoredPolicy, true
+		}
+		if err != nil || !ok || (sp.Clairvoyant && !cfg.Clairvoyant) {
+			return cfg, fmt.Errorf("--init %s: want a scored policy file (tegrl train --preset gavel output), clairvoyant only with --clairvoyant (%v)", o.Init, err)
+		}
+		cfg.Init = sp.Weights
+	}
+	return cfg, nil
 }
