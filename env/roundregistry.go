@@ -90,6 +90,13 @@ type RoundHints struct {
 	// SkipUnallocated: never run a job on a type where its allocation is
 	// zero, even on GPUs that would otherwise stay idle (Gavel's FIFO).
 	SkipUnallocated bool
+	// Upgrade (with SkipUnallocated): a job alone on its GPUs may also be
+	// picked, after every job with a positive priority there, on a type
+	// where it runs faster than on any type it was allocated. GPUs that a
+	// completion frees between two allocations then work until the next
+	// allocation instead of standing idle, and only jobs that gain from
+	// them take them.
+	Upgrade bool
 }
 
 // RoundHintsPolicy is implemented by policies that need non-default

@@ -45,6 +45,12 @@ type ScoredPolicy struct {
 	// node-list clusters), not on Gavel's protocol, and changes no
 	// allocation, only where a gang may be placed.
 	Consolidate bool
+	// Upgrade lets the round mechanism run a gang, until the next
+	// allocation, on idle GPUs of a type faster for it than the one it
+	// was allocated (RoundHints.Upgrade). The policy allocates only when
+	// a job arrives or finishes, at most every AllocationInterval; GPUs a
+	// completion frees in between would otherwise stand idle.
+	Upgrade bool
 
 	prev  map[int]int // job ID -> type it was allocated last round
 	next  map[int]int
@@ -125,8 +131,11 @@ func (p *ScoredPolicy) MustConsolidate(consolidated, spread float64) bool {
 }
 
 // RoundHints implements RoundHintsPolicy: a job runs only where it is
-// allocated, so that a non-positive score keeps it off a type.
-func (p *ScoredPolicy) RoundHints() RoundHints { return RoundHints{SkipUnallocated: true} }
+// allocated, so that a non-positive score keeps it off a type, or with
+// Upgrade also on idle GPUs of a type faster for it.
+func (p *ScoredPolicy) RoundHints() RoundHints {
+	return RoundHints{SkipUnallocated: true, Upgrade: p.Upgrade}
+}
 
 // Allocate implements AllocationPolicy.
 func (p *ScoredPolicy) Allocate(s *RoundState, x []float64) error {
@@ -192,6 +201,8 @@ type ScoredPolicyFile struct {
 	Exchange bool `json:"exchange,omitempty"`
 	// Consolidate is ScoredPolicy.Consolidate.
 	Consolidate bool `json:"consolidate,omitempty"`
+	// Upgrade is ScoredPolicy.Upgrade.
+	Upgrade bool `json:"upgrade,omitempty"`
 	// Training records how the weights were found (free-form, for people).
 	Training map[string]any `json:"training,omitempty"`
 }
@@ -211,7 +222,7 @@ func ParseScoredPolicy(data []byte) (*ScoredPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scored policy: %w", err)
 	}
-	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack, Exchange: f.Exchange, Consolidate: f.Consolidate}, nil
+	return &ScoredPolicy{Weights: f.Weights, Clairvoyant: clair, Pack: f.Pack, Exchange: f.Exchange, Consolidate: f.Consolidate, Upgrade: f.Upgrade}, nil
 }
 
 // decodePolicyFile decodes one JSON object into v, refusing unknown fields
@@ -262,8 +273,8 @@ func WritePackedScoredPolicy(path string, weights []float64, training map[string
 	return WriteScoredPolicyFile(path, ScoredPolicy{Weights: weights, Pack: true}, training)
 }
 
-// WriteScoredPolicyFile writes p's weights, Pack, Exchange and
-// Consolidate as a scored policy file at path; one weight more than
+// WriteScoredPolicyFile writes p's weights, Pack, Exchange, Consolidate
+// and Upgrade as a scored policy file at path; one weight more than
 // ScoredFeatures makes it a clairvoyant policy (p.Clairvoyant is not
 // read).
 func WriteScoredPolicyFile(path string, p ScoredPolicy, training map[string]any) error {
@@ -272,7 +283,7 @@ func WriteScoredPolicyFile(path string, p ScoredPolicy, training map[string]any)
 	if len(weights) != len(names) {
 		return fmt.Errorf("scored policy: %d weights for %d features", len(weights), len(names))
 	}
-	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: p.Pack, Exchange: p.Exchange, Consolidate: p.Consolidate, Training: training}, "", "  ")
+	b, err := json.MarshalIndent(ScoredPolicyFile{Kind: ScoredPolicyKind, Features: names, Weights: weights, Pack: p.Pack, Exchange: p.Exchange, Consolidate: p.Consolidate, Upgrade: p.Upgrade, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -215,7 +215,7 @@ func BenchmarkScoredAllocateFree(b *testing.B) {
 
 // TestScoredConsolidate: Consolidate switches on Tiresias's rule (spread
 // below half the consolidated throughput) and no other, and survives the
-// file. TestGangsWhole checks that such a policy's gangs run on one server.
+// file, as Upgrade does. TestGangsWhole checks that such a policy's gangs run on one server.
 func TestScoredConsolidate(t *testing.T) {
 	w := DefaultScoredWeights()
 	if (&ScoredPolicy{Weights: w}).MustConsolidate(8, 2) {
@@ -233,7 +233,16 @@ func TestScoredConsolidate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if q, ok := pol.(*ScoredPolicy); !ok || !q.Consolidate || !q.Exchange {
+	if q, ok := pol.(*ScoredPolicy); !ok || !q.Consolidate || !q.Exchange || q.Upgrade {
 		t.Fatalf("loaded %#v, want Consolidate and Exchange", pol)
+	}
+	if err := WriteScoredPolicyFile(path, ScoredPolicy{Weights: w, Pack: true, Upgrade: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pol, err = AllocationPolicyByName(path); err != nil {
+		t.Fatal(err)
+	}
+	if q, ok := pol.(*PackedScoredPolicy); !ok || !q.Upgrade || q.Consolidate || q.Exchange {
+		t.Fatalf("loaded %#v, want a packed policy with Upgrade", pol)
 	}
 }

@@ -601,7 +601,7 @@ func (s *RoundSim) pick(t int, backfill bool) {
 		if backfill && !e.hasAlloc {
 			return
 		}
-		if !backfill && s.hints.SkipUnallocated && k[0] <= 0 {
+		if !backfill && s.hints.SkipUnallocated && k[0] <= 0 && !(s.hints.Upgrade && s.upgrades(e, t)) {
 			return // never picked: Gavel's FIFO skips zero priorities
 		}
 		q = append(q, qent{e: e, key: k, ord: len(q)})
@@ -666,6 +666,21 @@ func siftDown(q []qent, i int) {
 		q[i], q[m] = q[m], q[i]
 		i = m
 	}
+}
+
+// upgrades reports whether single entry e runs faster on type t than on
+// every type it was allocated (RoundHints.Upgrade).
+func (s *RoundSim) upgrades(e *entry, t int) bool {
+	if !e.hasAlloc || e.b >= 0 {
+		return false
+	}
+	best := 0.0
+	for u, a := range e.alloc {
+		if a > 0 {
+			best = max(best, e.tp[u])
+		}
+	}
+	return best > 0 && e.tp[t] > best
 }
 
 func allocOf(e *entry, t int) float64 {

@@ -138,6 +138,61 @@ func TestMidRoundCompletion(t *testing.T) {
 	}
 }
 
+// pinned allocates job 1 to type 0 (k80 in tinyTable) and every other
+// job to type 1 (v100), whole, with the scored policies' hints.
+type pinned struct{ upgrade bool }
+
+func (pinned) Name() string { return "pinned" }
+func (pinned) Allocate(s *RoundState, x []float64) error {
+	for i, j := range s.Jobs {
+		t := 1
+		if j.ID == 1 {
+			t = 0
+		}
+		x[i*len(s.Types)+t] = 1
+	}
+	return nil
+}
+func (p pinned) RoundHints() RoundHints {
+	return RoundHints{SkipUnallocated: true, Upgrade: p.upgrade}
+}
+
+// TestUpgrade: job 0 (3600 steps) is allocated the V100 (10 steps/s) and
+// job 1 (36000 steps) the K80 (2 steps/s). Job 0 ends with round 0 at
+// 360 s; job 1 has done 720 steps. The allocation stays, so without
+// Upgrade job 1 stays on the K80 and ends at 18000 s. With it, job 1 also
+// takes the idle V100, faster for it, from the next round on: 35280 steps
+// at 10/s, done at 360 + 3528 = 3888 s. Job 0 never moves to the slower
+// K80.
+func TestUpgrade(t *testing.T) {
+	tab := tinyTab(t)
+	cl, err := NewGPUCluster(tab, map[string]int{"v100": 1, "k80": 1}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cl.Types[0] != 0 || tab.GPUs[0] != "k80" {
+		t.Fatalf("types %v of %v: want k80 first", cl.Types, tab.GPUs)
+	}
+	m := tab.Model("M")
+	for _, c := range []struct {
+		upgrade bool
+		want    []float64
+	}{{false, []float64{360, 18000}}, {true, []float64{360, 3888}}} {
+		res := runJobs(t, cl, pinned{c.upgrade}, RoundConfig{}, DLJob{Model: m, Scale: 1, Steps: 3600}, DLJob{Model: m, Scale: 1, Steps: 36000})
+		if len(res.JCT) != 2 || res.JCT[0] != c.want[0] || math.Abs(res.JCT[1]-c.want[1]) > 1e-9*c.want[1] {
+			t.Errorf("upgrade %v: JCTs %v, want %v", c.upgrade, res.JCT, c.want)
+		}
+	}
+	p := &ScoredPolicy{Weights: DefaultScoredWeights()}
+	if h := p.RoundHints(); !h.SkipUnallocated || h.Upgrade {
+		t.Errorf("scored hints %+v", h)
+	}
+	p.Upgrade = true
+	if h := (&PackedScoredPolicy{ScoredPolicy: *p}).RoundHints(); !h.SkipUnallocated || !h.Upgrade {
+		t.Errorf("packed scored hints with Upgrade %+v", h)
+	}
+}
+
 // TestGangsWhole is a property test: over random multi-GPU workloads,
 // policies and gang placers, after every round's placement each running
 // gang holds exactly its scale factor of distinct GPUs, all of one type,
@@ -159,12 +214,15 @@ func TestGangsWhole(t *testing.T) {
 		seeds = 1
 	}
 	for _, placement := range GangPlacerNames() {
-		for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle", "scored"} {
+		for _, name := range []string{"fifo", "fifo_perf", "max_min_fairness", "gandiva", "tiresias", "srtf_oracle", "scored", "scored_packed_upgrade"} {
 			name := name + "/" + placement
 			for seed := range uint64(seeds) {
 				pol, _ := AllocationPolicyByName(strings.TrimSuffix(name, "/"+placement))
-				if strings.HasPrefix(name, "scored/") {
+				switch {
+				case strings.HasPrefix(name, "scored/"):
 					pol = &ScoredPolicy{Weights: DefaultScoredWeights(), Exchange: true, Consolidate: true}
+				case strings.HasPrefix(name, "scored_packed_upgrade/"):
+					pol = &PackedScoredPolicy{ScoredPolicy: ScoredPolicy{Weights: DefaultScoredWeights(), Exchange: true, Consolidate: true, Upgrade: true}}
 				}
 				gen, err := NewGavelGenerator(tab, GavelWorkloadConfig{Rate: 0.5, Multi: true, Seed: seed})
 				if err != nil {
