@@ -38,6 +38,9 @@ type RoundESConfig struct {
 	// node-list clusters of the training scenarios placement-sensitive
 	// gangs run on one server only.
 	Consolidate bool
+	// Upgrade trains env.ScoredPolicy with Upgrade: between allocations
+	// an allocated job may also run on idle GPUs of a type faster for it.
+	Upgrade bool
 	// Tiered trains env.TieredPackedPolicy instead: the weights of its
 	// tier score, then its log priority ratio and the ratio's load slope,
 	// inside Gavel's max_min_fairness_packed LP.
@@ -196,6 +199,9 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 		if cfg.Consolidate {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy time-shares through its LP and places as max_min_fairness_packed does (Consolidate and Tiered together)")
 		}
+		if cfg.Upgrade {
+			return RoundESResult{}, fmt.Errorf("round ES: the mechanism already runs a tiered policy's jobs on GPUs its LP leaves idle (Upgrade and Tiered together)")
+		}
 		d, nonClair = len(env.TieredFeatureNames(cfg.Clairvoyant))+2, len(env.TieredFeatures)+2
 		if theta == nil {
 			w, r := env.DefaultTieredParams(cfg.Clairvoyant)
@@ -311,7 +317,7 @@ func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
 		return tieredPolicy(w, cfg.Clairvoyant)
 	}
-	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate}
+	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate, Upgrade: cfg.Upgrade}
 	if cfg.Pack {
 		return &env.PackedScoredPolicy{ScoredPolicy: p}
 	}

@@ -252,7 +252,7 @@ func TestRoundESExchange(t *testing.T) {
 	}
 	checkFlagRefusals(t, "--exchange", func(o *TrainOptions) { o.Exchange = true }, []flagRefusal{
 		{"small", "", "", false, "--exchange: only the gavel presets"},
-		{"gavel", "ppo", "", false, "--exchange, --consolidate, --tiered or"},
+		{"gavel", "ppo", "", false, "--exchange, --consolidate, --upgrade, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
 		{"gavel", "", t.TempDir(), false, "--exchange: offline learning"},
 	})
@@ -302,9 +302,35 @@ func TestRoundESConsolidate(t *testing.T) {
 	}
 	checkFlagRefusals(t, "--consolidate", func(o *TrainOptions) { o.Consolidate = true }, []flagRefusal{
 		{"small", "", "", false, "--consolidate: only the gavel presets"},
-		{"gavel", "ppo", "", false, "--consolidate, --tiered or"},
+		{"gavel", "ppo", "", false, "--consolidate, --upgrade, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
 		{"gavel", "", t.TempDir(), false, "--consolidate: offline learning"},
+	})
+}
+
+// TestRoundESUpgrade: with Upgrade the candidates are scored policies
+// with upgrades, packed or not, and the flags that do not go with
+// --upgrade are refused, naming it.
+func TestRoundESUpgrade(t *testing.T) {
+	cfg := DefaultRoundESConfig()
+	cfg.Upgrade = true
+	w := env.DefaultScoredWeights()
+	if p, ok := cfg.policy(w).(*env.ScoredPolicy); !ok || !p.Upgrade || p.Consolidate || p.Exchange {
+		t.Fatalf("Upgrade gives %T %+v", cfg.policy(w), cfg.policy(w))
+	}
+	cfg.Pack = true
+	if p, ok := cfg.policy(w).(*env.PackedScoredPolicy); !ok || !p.Upgrade {
+		t.Fatalf("Upgrade and Pack give %T %+v", cfg.policy(w), cfg.policy(w))
+	}
+	cfg.Pack, cfg.Tiered = false, true
+	if _, err := TrainRoundES(context.Background(), cfg, nil); err == nil || !strings.Contains(err.Error(), "Upgrade and Tiered") {
+		t.Fatalf("upgrade and tiered: %v", err)
+	}
+	checkFlagRefusals(t, "--upgrade", func(o *TrainOptions) { o.Upgrade = true }, []flagRefusal{
+		{"small", "", "", false, "--upgrade: only the gavel presets"},
+		{"gavel", "ppo", "", false, "--upgrade, --tiered or"},
+		{"gavel-single", "", "", true, "--tiered: the tiered policy packs and matches types"},
+		{"gavel", "", t.TempDir(), false, "--upgrade: offline learning"},
 	})
 }
 
@@ -375,7 +401,7 @@ func TestRoundESTiered(t *testing.T) {
 	}{
 		{"small", "", "", false, "--tiered: only the gavel presets"},
 		{"gavel", "", "", false, "--tiered: trains on the continuous-single protocol only"},
-		{"gavel-single", "ppo", "", false, "--pack, --exchange, --consolidate, --tiered or"},
+		{"gavel-single", "ppo", "", false, "--pack, --exchange, --consolidate, --upgrade, --tiered or"},
 		{"gavel-single", "", "", true, "--tiered: the tiered policy packs"},
 		{"gavel-single", "", "openb/16-multi@1", false, "--tiered: the tiered policy packs"},
 	} {

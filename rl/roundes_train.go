@@ -64,14 +64,14 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 			continue
 		}
 		if o.given(name) {
-			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --exchange, --consolidate, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
+			return fmt.Errorf("--%s: --preset %s trains in this process (--method es or ppo, or offline: --offline, --offline-method) and takes only --out, --seed, --init, --rates, --method, --clairvoyant, --pack, --exchange, --consolidate, --upgrade, --tiered, --tail-weight, --train-scenarios, --eval-seeds and --json (with --method ppo also --actors and --transport)", name, o.Preset)
 		}
 	}
 	switch o.GavelMethod {
 	case "", "es":
 	case "ppo":
-		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Exchange || o.Consolidate || o.Tiered || o.given("tail-weight") {
-			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --exchange, --consolidate, --tiered or --tail-weight)")
+		if o.Offline != "" || o.Clairvoyant || o.GavelScenarios != "" || o.Pack || o.Exchange || o.Consolidate || o.Upgrade || o.Tiered || o.given("tail-weight") {
+			return fmt.Errorf("--method ppo: trains the non-clairvoyant, unpacked policy online on the protocol's runs by its average JCT (no --offline, --clairvoyant, --train-scenarios, --pack, --exchange, --consolidate, --upgrade, --tiered or --tail-weight)")
 		}
 		return o.runGavelPPO(ctx, w)
 	default:
@@ -80,8 +80,8 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	if o.Tiered && o.Preset != "gavel-single" {
 		return fmt.Errorf("--tiered: trains on the continuous-single protocol only (--preset gavel-single)")
 	}
-	if o.Tiered && (o.Pack || o.Exchange || o.Consolidate || o.Offline != "" || o.GavelScenarios != "") {
-		return fmt.Errorf("--tiered: the tiered policy packs and matches types through Gavel's LP and trains online on the protocol's runs (no --pack, --exchange, --consolidate, --offline or --train-scenarios)")
+	if o.Tiered && (o.Pack || o.Exchange || o.Consolidate || o.Upgrade || o.Offline != "" || o.GavelScenarios != "") {
+		return fmt.Errorf("--tiered: the tiered policy packs and matches types through Gavel's LP and trains online on the protocol's runs (no --pack, --exchange, --consolidate, --upgrade, --offline or --train-scenarios)")
 	}
 	if o.Offline != "" && o.given("tail-weight") {
 		return fmt.Errorf("--tail-weight: offline learning fits logged decisions; it runs no protocol to measure a tail on")
@@ -95,6 +95,9 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		}
 		if o.Consolidate {
 			return fmt.Errorf("--consolidate: offline learning fits the scored policy's weights only (no --consolidate with --offline)")
+		}
+		if o.Upgrade {
+			return fmt.Errorf("--upgrade: offline learning fits the scored policy's weights only (no --upgrade with --offline)")
 		}
 		return o.runGavelOffline(ctx, w)
 	}
@@ -127,7 +130,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	}
 	pol := filepath.Join(o.Out, "policy.json")
 	training := map[string]any{"method": "evolution strategies", "multi": cfg.Multi, "tail_weight": cfg.TailWeight,
-		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "exchange": cfg.Exchange, "consolidate": cfg.Consolidate, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
+		"clairvoyant": cfg.Clairvoyant, "pack": cfg.Pack, "exchange": cfg.Exchange, "consolidate": cfg.Consolidate, "upgrade": cfg.Upgrade, "rates": cfg.Rates, "seeds": cfg.Seeds, "baseline": cfg.Baseline, "fitness": res.Fitness}
 	features := env.ScoredFeatureNames(cfg.Clairvoyant)
 	switch {
 	case cfg.Tiered:
@@ -137,7 +140,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		res.Weights = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 		err = env.WriteTieredPolicy(pol, tp, training)
 	default:
-		err = env.WriteScoredPolicyFile(pol, env.ScoredPolicy{Weights: res.Weights, Pack: cfg.Pack, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate}, training)
+		err = env.WriteScoredPolicyFile(pol, env.ScoredPolicy{Weights: res.Weights, Pack: cfg.Pack, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate, Upgrade: cfg.Upgrade}, training)
 	}
 	if err != nil {
 		return err
@@ -286,7 +289,7 @@ func (o TrainOptions) gavelESConfig() (RoundESConfig, error) {
 	if o.Tiered {
 		cfg = DefaultRoundESConfigTiered()
 	}
-	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange, cfg.Consolidate = o.Seed, o.Clairvoyant, o.Pack, o.Exchange, o.Consolidate
+	cfg.Seed, cfg.Clairvoyant, cfg.Pack, cfg.Exchange, cfg.Consolidate, cfg.Upgrade = o.Seed, o.Clairvoyant, o.Pack, o.Exchange, o.Consolidate, o.Upgrade
 	if cfg.Pack && o.Preset == "gavel-single" {
 		// On single-GPU jobs the unpacked baselines stop at the bound
 		// where packing matters. With gangs it is max_min_fairness_packed

@@ -76,6 +76,9 @@ type TrainOptions struct {
 	Exchange bool `flag:"exchange" usage:"--preset gavel or gavel-single (--method es): train the scored policy with its exchange pass, which swaps gangs between GPU types and moves them onto free GPUs while that lowers their summed slowdown"`
 	// Consolidate is the gavel presets' scored policy with
 	// env.ScoredPolicy.Consolidate.
+	// Upgrade is the gavel presets' scored policy with
+	// env.ScoredPolicy.Upgrade.
+	Upgrade     bool `flag:"upgrade" usage:"--preset gavel or gavel-single (--method es): train the scored policy with upgrades: between two allocations an allocated job may also run on idle GPUs of a type faster for it"`
 	Consolidate bool `flag:"consolidate" usage:"--preset gavel or gavel-single (--method es): write a scored policy that runs placement-sensitive gangs on one server only (Tiresias's rule), where the simulator models servers (the node-list clusters of --train-scenarios and of later runs; not Gavel's protocol)"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
 	Tiered bool `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
@@ -213,6 +216,9 @@ func (o TrainOptions) Run(ctx context.Context, w io.Writer) error {
 	}
 	if o.Consolidate {
 		return fmt.Errorf("--consolidate: only the gavel presets train a scored policy that consolidates gangs")
+	}
+	if o.Upgrade {
+		return fmt.Errorf("--upgrade: only the gavel presets train a scored policy with upgrades")
 	}
 	if o.Clairvoyant {
 		return fmt.Errorf("--clairvoyant: only the gavel presets train a clairvoyant policy")
