@@ -32,8 +32,9 @@ import (
 // which the round mechanism does when a job arrives or finishes.
 //
 // Clairvoyant adds the job's remaining run time on its fastest type as a
-// feature, which makes the policy a bound to measure the others against,
-// not one a real scheduler can run.
+// feature, and MaxUpperHours keeps the jobs with more than that many hours
+// left out of the upper tier; either makes the policy a bound to measure
+// the others against, not one a real scheduler can run.
 type TieredPackedPolicy struct {
 	// Weights has one weight per TieredFeatureNames(Clairvoyant) feature.
 	Weights []float64
@@ -47,6 +48,12 @@ type TieredPackedPolicy struct {
 	// Clairvoyant adds ClairvoyantFeature (log(1 + remaining hours on
 	// the job's fastest type)).
 	Clairvoyant bool
+	// MaxUpperHours, when positive, keeps a job whose remaining work
+	// alone on its fastest type exceeds this many hours out of the upper
+	// tier, whatever its score: favouring new jobs is a guess that they
+	// are short, which this checks against their remaining work. It reads
+	// StepsLeft, so it makes the policy clairvoyant.
+	MaxUpperHours float64
 
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
@@ -91,14 +98,14 @@ const maxTieredLogRatio = 10
 
 // Name implements AllocationPolicy.
 func (p *TieredPackedPolicy) Name() string {
-	if p.Clairvoyant {
+	if p.IsClairvoyant() {
 		return "tiered_packed_clairvoyant"
 	}
 	return "tiered_packed"
 }
 
 // IsClairvoyant implements ClairvoyantPolicy.
-func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant }
+func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant || p.MaxUpperHours > 0 }
 
 // Pairs implements PackingPolicy: the LP's co-located pairs.
 func (p *TieredPackedPolicy) Pairs(s *RoundState) []RoundPair { return p.lp.Pairs(s) }
@@ -116,6 +123,11 @@ func (p *TieredPackedPolicy) tier(s *RoundState, i int) bool {
 	for k, w := range p.Weights {
 		sc += w * p.f[k]
 	}
+	if sc > 0 && p.MaxUpperHours > 0 {
+		if best, _, _, _ := jobStats(s, i); best > 0 && s.Jobs[i].StepsLeft/best > p.MaxUpperHours*3600 {
+			return false
+		}
+	}
 	return sc > 0
 }
 
@@ -127,6 +139,9 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
 	}
 	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
+		return fmt.Errorf("%s: %w", p.Name(), err)
+	}
+	if err := checkMaxUpperHours(p.MaxUpperHours); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	p.load = logLoad(s)
@@ -154,6 +169,14 @@ func checkTieredRatio(logRatio, slope float64) error {
 	}
 	if !(math.Abs(slope) <= maxTieredLogRatio) {
 		return fmt.Errorf("log_ratio_load_slope %v, want within ±%d", slope, maxTieredLogRatio)
+	}
+	return nil
+}
+
+// checkMaxUpperHours checks a tiered policy's MaxUpperHours.
+func checkMaxUpperHours(h float64) error {
+	if !(h >= 0 && h < math.Inf(1)) {
+		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", h)
 	}
 	return nil
 }
@@ -199,6 +222,9 @@ type TieredPolicyFile struct {
 	LogPriorityRatio float64 `json:"log_priority_ratio"`
 	// LogRatioLoadSlope is TieredPackedPolicy.LoadSlope (0 when absent).
 	LogRatioLoadSlope float64 `json:"log_ratio_load_slope"`
+	// MaxUpperRemainingHours is TieredPackedPolicy.MaxUpperHours (0 or
+	// absent: no cap); a positive cap makes the file clairvoyant.
+	MaxUpperRemainingHours float64 `json:"max_upper_remaining_h,omitempty"`
 	// Training records how the parameters were found (free-form, for
 	// people).
 	Training map[string]any `json:"training,omitempty"`
@@ -210,7 +236,8 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 // ParseTieredPolicy reads a tiered policy file: its kind and feature
 // names must be this build's (TieredFeatures, or with ClairvoyantFeature
 // last: a clairvoyant policy), every weight finite, the log ratio and
-// its load slope within ±10.
+// its load slope within ±10, the cap on the upper tier's remaining hours
+// finite and not negative.
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
 	if err := decodePolicyFile(data, &f); err != nil {
@@ -223,7 +250,10 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err := checkTieredRatio(f.LogPriorityRatio, f.LogRatioLoadSlope); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair}, nil
+	if err := checkMaxUpperHours(f.MaxUpperRemainingHours); err != nil {
+		return nil, fmt.Errorf("tiered policy: %w", err)
+	}
+	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair, MaxUpperHours: f.MaxUpperRemainingHours}, nil
 }
 
 // WriteTieredPolicy writes p as a tiered policy file at path; one weight
@@ -236,8 +266,11 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
 		return fmt.Errorf("tiered policy: %w", err)
 	}
+	if err := checkMaxUpperHours(p.MaxUpperHours); err != nil {
+		return fmt.Errorf("tiered policy: %w", err)
+	}
 	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
-		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, Training: training}, "", "  ")
+		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -172,6 +172,53 @@ func TestTieredClairvoyant(t *testing.T) {
 	}
 }
 
+// TestTieredMaxUpperHours: both jobs score into the upper tier (no
+// service yet); job 0 has 4 hours left on its fastest type (2 steps/s on
+// the v100), job 1 half an hour. A cap of 2 hours keeps job 0 in the lower
+// tier, one of 4 hours or more (or none) keeps both in the upper tier; a
+// cap makes the policy clairvoyant and survives the file; a negative, NaN
+// or infinite cap is refused.
+func TestTieredMaxUpperHours(t *testing.T) {
+	w, r := DefaultTieredParams(false)
+	s := &RoundState{Types: []string{"v100", "k80"}, Capacity: []int{1, 1},
+		Jobs:       []RoundJob{{ID: 0, Scale: 1, StepsLeft: 4 * 3600 * 2, Priority: 1}, {ID: 1, Scale: 1, StepsLeft: 1800 * 2, Priority: 1}},
+		Throughput: []float64{2, 1, 2, 1}}
+	for _, c := range []struct {
+		cap    float64
+		upper0 bool
+	}{{0, true}, {2, false}, {3.99, false}, {4, true}, {100, true}} {
+		p := &TieredPackedPolicy{Weights: w, LogRatio: r, MaxUpperHours: c.cap}
+		if p.Tier(s, 0) != c.upper0 || !p.Tier(s, 1) {
+			t.Errorf("cap %v h: tiers %v %v, want %v true", c.cap, p.Tier(s, 0), p.Tier(s, 1), c.upper0)
+		}
+		if IsClairvoyant(p) != (c.cap > 0) || (p.Name() == "tiered_packed_clairvoyant") != (c.cap > 0) {
+			t.Errorf("cap %v h: clairvoyant %v, name %s", c.cap, IsClairvoyant(p), p.Name())
+		}
+		if err := p.Allocate(s, make([]float64, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := (&TieredPackedPolicy{Weights: w, MaxUpperHours: bad}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "max_upper_remaining_h") {
+			t.Errorf("cap %v: %v", bad, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, MaxUpperHours: 8}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp, ok := pol.(*TieredPackedPolicy); !ok || tp.MaxUpperHours != 8 || tp.Clairvoyant || !IsClairvoyant(tp) {
+		t.Fatalf("read back %T %+v", pol, pol)
+	}
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, MaxUpperHours: -2}, nil); err == nil {
+		t.Error("cap -2 written")
+	}
+}
+
 // TestTieredPolicyFile: a written file loads by path as the same policy;
 // malformed files are refused with the reason.
 func TestTieredPolicyFile(t *testing.T) {
@@ -210,6 +257,7 @@ func TestTieredPolicyFile(t *testing.T) {
 		"count":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1]}`, "1 weights for 7"},
 		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
 		"slope":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_ratio_load_slope":-11}`, "log_ratio_load_slope -11"},
+		"cap":      {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"max_upper_remaining_h":-1}`, "max_upper_remaining_h -1"},
 		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
 		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
 	} {
@@ -251,10 +299,12 @@ func TestTieredRunDeterministic(t *testing.T) {
 }
 
 // FuzzParseTieredPolicy: any input is refused with an error or gives a
-// policy with one finite weight per feature and a ratio in range.
+// policy with one finite weight per feature, a ratio in range and a finite
+// cap that is not negative (clairvoyant when positive).
 func FuzzParseTieredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0,0],"log_priority_ratio":-1e999}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"max_upper_remaining_h":4}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTieredPolicy(b)
@@ -263,6 +313,9 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		}
 		if len(p.Weights) != len(TieredFeatureNames(p.Clairvoyant)) || !(math.Abs(p.LogRatio) <= maxTieredLogRatio) {
 			t.Fatalf("%d weights, ratio %v", len(p.Weights), p.LogRatio)
+		}
+		if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) || IsClairvoyant(p) != (p.Clairvoyant || p.MaxUpperHours > 0) {
+			t.Fatalf("cap %v, clairvoyant %v", p.MaxUpperHours, IsClairvoyant(p))
 		}
 		for _, w := range p.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) {

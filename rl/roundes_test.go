@@ -234,6 +234,21 @@ func TestPackBaseline(t *testing.T) {
 	}
 }
 
+// TestInitCappedTiered: --init refuses a tiered file with a cap on the
+// upper tier's remaining hours, which training would drop.
+func TestInitCappedTiered(t *testing.T) {
+	w, r := env.DefaultTieredParams(false)
+	path := filepath.Join(t.TempDir(), "capped.json")
+	if err := env.WriteTieredPolicy(path, &env.TieredPackedPolicy{Weights: w, LogRatio: r, MaxUpperHours: 4}, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultTrainOptions()
+	o.Preset, o.Tiered, o.Init = "gavel-single", true, path
+	if _, err := o.gavelESConfig(); err == nil || !strings.Contains(err.Error(), "max_upper_remaining_h") {
+		t.Fatalf("capped --init: %v", err)
+	}
+}
+
 // TestRoundESExchange: with Exchange the candidates are scored policies
 // with the exchange pass, and on Gavel's multi-GPU protocol at 2.4 jobs/h
 // the learned weights finish with a lower average JCT with it than

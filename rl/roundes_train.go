@@ -322,6 +322,9 @@ func (o TrainOptions) gavelESConfig() (RoundESConfig, error) {
 		if !ok || (tp.Clairvoyant && !cfg.Clairvoyant) {
 			return cfg, fmt.Errorf("--init %s: want a tiered policy file (tegrl train --tiered output), clairvoyant only with --clairvoyant", o.Init)
 		}
+		if tp.MaxUpperHours > 0 {
+			return cfg, fmt.Errorf("--init %s: training does not keep max_upper_remaining_h; start from a file without it", o.Init)
+		}
 		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 	} else if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
