@@ -138,10 +138,7 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
 	}
-	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
-		return fmt.Errorf("%s: %w", p.Name(), err)
-	}
-	if err := checkMaxUpperHours(p.MaxUpperHours); err != nil {
+	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	p.load = logLoad(s)
@@ -162,21 +159,17 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	return nil
 }
 
-// checkTieredRatio checks a tiered policy's log ratio and load slope.
-func checkTieredRatio(logRatio, slope float64) error {
+// checkTieredParams checks a tiered policy's log ratio, load slope and
+// cap on the upper tier's remaining hours.
+func checkTieredParams(logRatio, slope, maxUpperHours float64) error {
 	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
 		return fmt.Errorf("log_priority_ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
 	}
 	if !(math.Abs(slope) <= maxTieredLogRatio) {
 		return fmt.Errorf("log_ratio_load_slope %v, want within ±%d", slope, maxTieredLogRatio)
 	}
-	return nil
-}
-
-// checkMaxUpperHours checks a tiered policy's MaxUpperHours.
-func checkMaxUpperHours(h float64) error {
-	if !(h >= 0 && h < math.Inf(1)) {
-		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", h)
+	if !(maxUpperHours >= 0 && maxUpperHours < math.Inf(1)) {
+		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", maxUpperHours)
 	}
 	return nil
 }
@@ -247,10 +240,7 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	if err := checkTieredRatio(f.LogPriorityRatio, f.LogRatioLoadSlope); err != nil {
-		return nil, fmt.Errorf("tiered policy: %w", err)
-	}
-	if err := checkMaxUpperHours(f.MaxUpperRemainingHours); err != nil {
+	if err := checkTieredParams(f.LogPriorityRatio, f.LogRatioLoadSlope, f.MaxUpperRemainingHours); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
 	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair, MaxUpperHours: f.MaxUpperRemainingHours}, nil
@@ -263,10 +253,7 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("tiered policy: %d weights for %d features", len(p.Weights), len(names))
 	}
-	if err := checkTieredRatio(p.LogRatio, p.LoadSlope); err != nil {
-		return fmt.Errorf("tiered policy: %w", err)
-	}
-	if err := checkMaxUpperHours(p.MaxUpperHours); err != nil {
+	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours); err != nil {
 		return fmt.Errorf("tiered policy: %w", err)
 	}
 	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,

@@ -68,24 +68,24 @@ type TrainOptions struct {
 	// GavelMethod is how the gavel presets learn: "es" (TrainRoundES, the
 	// default) or "ppo" (TrainRoundPPO).
 	GavelMethod string `flag:"method" usage:"--preset gavel or gavel-single: es (evolution strategies on the scored policy's weights) or ppo (the same score as a masked softmax over (job, GPU type) candidates and stop, trained by PPO)"`
-	// Clairvoyant is the gavel presets' clairvoyant scored policy.
 	// Pack is the gavel presets' packed scored policy.
 	Pack bool `flag:"pack" usage:"--preset gavel or gavel-single (--method es): train the packed scored policy, whose waiting jobs space-share GPUs with running ones as Gavel's packed policies do"`
 	// Exchange is the gavel presets' scored policy with its exchange pass
 	// (env.ScoredPolicy.Exchange).
 	Exchange bool `flag:"exchange" usage:"--preset gavel or gavel-single (--method es): train the scored policy with its exchange pass, which swaps gangs between GPU types and moves them onto free GPUs while that lowers their summed slowdown"`
-	// Consolidate is the gavel presets' scored policy with
-	// env.ScoredPolicy.Consolidate.
 	// Upgrade is the gavel presets' scored policy with
 	// env.ScoredPolicy.Upgrade.
-	Upgrade     bool `flag:"upgrade" usage:"--preset gavel or gavel-single (--method es): train the scored policy with upgrades: between two allocations an allocated job may also run on idle GPUs of a type faster for it"`
+	Upgrade bool `flag:"upgrade" usage:"--preset gavel or gavel-single (--method es): train the scored policy with upgrades: between two allocations an allocated job may also run on idle GPUs of a type faster for it"`
+	// Consolidate is the gavel presets' scored policy with
+	// env.ScoredPolicy.Consolidate.
 	Consolidate bool `flag:"consolidate" usage:"--preset gavel or gavel-single (--method es): write a scored policy that runs placement-sensitive gangs on one server only (Tiresias's rule), where the simulator models servers (the node-list clusters of --train-scenarios and of later runs; not Gavel's protocol)"`
 	// Tiered is the gavel presets' tiered policy (env.TieredPackedPolicy).
 	Tiered bool `flag:"tiered" usage:"--preset gavel-single (--method es): train the tiered policy, a learned split of the jobs into two priority tiers inside Gavel's max_min_fairness_packed LP"`
 	// TailWeight, when set, replaces the gavel presets' RoundESConfig.TailWeight (0).
-	TailWeight  float64 `flag:"tail-weight" usage:"--preset gavel or gavel-single (--method es): add this weight x max(0, p99 JCT / the baseline's - 1) to each training run's relative average JCT (0: the mean alone)"`
-	Clairvoyant bool    `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
-	Resume      string  `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
+	TailWeight float64 `flag:"tail-weight" usage:"--preset gavel or gavel-single (--method es): add this weight x max(0, p99 JCT / the baseline's - 1) to each training run's relative average JCT (0: the mean alone)"`
+	// Clairvoyant is the gavel presets' clairvoyant scored policy.
+	Clairvoyant bool   `flag:"clairvoyant" usage:"--preset gavel or gavel-single: train the clairvoyant scored policy, which also reads each job's remaining run time (a bound to measure the others against, not deployable)"`
+	Resume      string `flag:"resume" usage:"continue the run whose checkpoint directory this is (same flags; with --actors 1 --sync the numbers are those of an uninterrupted run)"`
 	// Offline, when set, lists recording folders to learn from offline
 	// with OfflineConfig; OfflineRef is the scheduler the rewards are
 	// relative to.
