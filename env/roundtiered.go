@@ -54,6 +54,16 @@ type TieredPackedPolicy struct {
 	// are short, which this checks against their remaining work. It reads
 	// StepsLeft, so it makes the policy clairvoyant.
 	MaxUpperHours float64
+	// GangGuardHours, when positive, puts every gang (a job of more than
+	// one GPU) that arrived more than this many hours ago in the upper
+	// tier, whatever its score. A lower-tier job gets what the upper tier
+	// leaves, and a gang needs that residue on several GPUs of one type
+	// at once: on the spot cluster's multi-GPU workload at full load the
+	// oldest gangs then run so slowly that the queue never drains.
+	// Single-GPU jobs are left to the score, because an age guard on them
+	// made Gavel's single-GPU protocol diverge near capacity. It is set
+	// by hand: no training protocol has gangs this old that finish.
+	GangGuardHours float64
 
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
@@ -118,6 +128,9 @@ func (p *TieredPackedPolicy) Tier(s *RoundState, i int) bool {
 
 // tier is Tier with p.load already computed for s.
 func (p *TieredPackedPolicy) tier(s *RoundState, i int) bool {
+	if p.GangGuardHours > 0 && s.Jobs[i].Scale > 1 && s.Time-s.Jobs[i].Arrival > p.GangGuardHours*3600 {
+		return true
+	}
 	p.f = tieredFeatures(p.f, s, i, p.load, p.Clairvoyant)
 	sc := 0.0
 	for k, w := range p.Weights {
@@ -138,7 +151,7 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
 	}
-	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours); err != nil {
+	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours, p.GangGuardHours); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	p.load = logLoad(s)
@@ -159,9 +172,9 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	return nil
 }
 
-// checkTieredParams checks a tiered policy's log ratio, load slope and
-// cap on the upper tier's remaining hours.
-func checkTieredParams(logRatio, slope, maxUpperHours float64) error {
+// checkTieredParams checks a tiered policy's log ratio, load slope, cap
+// on the upper tier's remaining hours and gang guard.
+func checkTieredParams(logRatio, slope, maxUpperHours, gangGuardHours float64) error {
 	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
 		return fmt.Errorf("log_priority_ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
 	}
@@ -170,6 +183,9 @@ func checkTieredParams(logRatio, slope, maxUpperHours float64) error {
 	}
 	if !(maxUpperHours >= 0 && maxUpperHours < math.Inf(1)) {
 		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", maxUpperHours)
+	}
+	if !(gangGuardHours >= 0 && gangGuardHours < math.Inf(1)) {
+		return fmt.Errorf("gang_guard_h %v, want a finite number of hours >= 0 (0: no guard)", gangGuardHours)
 	}
 	return nil
 }
@@ -218,6 +234,9 @@ type TieredPolicyFile struct {
 	// MaxUpperRemainingHours is TieredPackedPolicy.MaxUpperHours (0 or
 	// absent: no cap); a positive cap makes the file clairvoyant.
 	MaxUpperRemainingHours float64 `json:"max_upper_remaining_h,omitempty"`
+	// GangGuardHours is TieredPackedPolicy.GangGuardHours (0 or absent:
+	// no guard).
+	GangGuardHours float64 `json:"gang_guard_h,omitempty"`
 	// Training records how the parameters were found (free-form, for
 	// people).
 	Training map[string]any `json:"training,omitempty"`
@@ -230,7 +249,7 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 // names must be this build's (TieredFeatures, or with ClairvoyantFeature
 // last: a clairvoyant policy), every weight finite, the log ratio and
 // its load slope within ±10, the cap on the upper tier's remaining hours
-// finite and not negative.
+// and the gang guard finite and not negative.
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
 	if err := decodePolicyFile(data, &f); err != nil {
@@ -240,10 +259,10 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	if err := checkTieredParams(f.LogPriorityRatio, f.LogRatioLoadSlope, f.MaxUpperRemainingHours); err != nil {
+	if err := checkTieredParams(f.LogPriorityRatio, f.LogRatioLoadSlope, f.MaxUpperRemainingHours, f.GangGuardHours); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair, MaxUpperHours: f.MaxUpperRemainingHours}, nil
+	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair, MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours}, nil
 }
 
 // WriteTieredPolicy writes p as a tiered policy file at path; one weight
@@ -253,11 +272,11 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("tiered policy: %d weights for %d features", len(p.Weights), len(names))
 	}
-	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours); err != nil {
+	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours, p.GangGuardHours); err != nil {
 		return fmt.Errorf("tiered policy: %w", err)
 	}
 	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
-		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, Training: training}, "", "  ")
+		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -219,6 +219,53 @@ func TestTieredMaxUpperHours(t *testing.T) {
 	}
 }
 
+// TestTieredGangGuard: at 150 h, a 2-GPU gang and a single-GPU job have
+// both had ten GPU-hours of service, so the default score puts both in
+// the lower tier. A guard of 100 h (or 149.9 h) lifts the gang alone into
+// the upper tier, one of 150 h or more (or none) leaves it; the guard
+// does not make the policy clairvoyant, survives the file, and a
+// negative, NaN or infinite guard is refused.
+func TestTieredGangGuard(t *testing.T) {
+	w, r := DefaultTieredParams(false)
+	s := &RoundState{Time: 150 * 3600, Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
+		Jobs:       []RoundJob{{ID: 0, Scale: 2, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}, {ID: 1, Scale: 1, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}},
+		Throughput: []float64{2, 1, 2, 1}}
+	for _, c := range []struct {
+		guard  float64
+		upper0 bool
+	}{{0, false}, {100, true}, {149.9, true}, {150, false}, {1000, false}} {
+		p := &TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: c.guard}
+		if p.Tier(s, 0) != c.upper0 || p.Tier(s, 1) {
+			t.Errorf("guard %v h: tiers %v %v, want %v false", c.guard, p.Tier(s, 0), p.Tier(s, 1), c.upper0)
+		}
+		if IsClairvoyant(p) || p.Name() != "tiered_packed" {
+			t.Errorf("guard %v h: clairvoyant %v, name %s", c.guard, IsClairvoyant(p), p.Name())
+		}
+		if err := p.Allocate(s, make([]float64, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := (&TieredPackedPolicy{Weights: w, GangGuardHours: bad}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "gang_guard_h") {
+			t.Errorf("guard %v: %v", bad, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp, ok := pol.(*TieredPackedPolicy); !ok || tp.GangGuardHours != 100 || IsClairvoyant(tp) {
+		t.Fatalf("read back %T %+v", pol, pol)
+	}
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, GangGuardHours: -2}, nil); err == nil {
+		t.Error("guard -2 written")
+	}
+}
+
 // TestTieredPolicyFile: a written file loads by path as the same policy;
 // malformed files are refused with the reason.
 func TestTieredPolicyFile(t *testing.T) {
@@ -258,6 +305,7 @@ func TestTieredPolicyFile(t *testing.T) {
 		"ratio":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_priority_ratio":40}`, "log_priority_ratio"},
 		"slope":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_ratio_load_slope":-11}`, "log_ratio_load_slope -11"},
 		"cap":      {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"max_upper_remaining_h":-1}`, "max_upper_remaining_h -1"},
+		"guard":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"gang_guard_h":-3}`, "gang_guard_h -3"},
 		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
 		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
 	} {
@@ -300,11 +348,13 @@ func TestTieredRunDeterministic(t *testing.T) {
 
 // FuzzParseTieredPolicy: any input is refused with an error or gives a
 // policy with one finite weight per feature, a ratio in range and a finite
-// cap that is not negative (clairvoyant when positive).
+// cap that is not negative (clairvoyant when positive), and a finite
+// guard that is not negative.
 func FuzzParseTieredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0,0],"log_priority_ratio":-1e999}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"max_upper_remaining_h":4}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"gang_guard_h":100}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTieredPolicy(b)
@@ -316,6 +366,9 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		}
 		if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) || IsClairvoyant(p) != (p.Clairvoyant || p.MaxUpperHours > 0) {
 			t.Fatalf("cap %v, clairvoyant %v", p.MaxUpperHours, IsClairvoyant(p))
+		}
+		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) {
+			t.Fatalf("guard %v", p.GangGuardHours)
 		}
 		for _, w := range p.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) {

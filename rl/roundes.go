@@ -45,6 +45,10 @@ type RoundESConfig struct {
 	// tier score, then its log priority ratio and the ratio's load slope,
 	// inside Gavel's max_min_fairness_packed LP.
 	Tiered bool
+	// GangGuardHours is the tiered policy's env.TieredPackedPolicy
+	// GangGuardHours: kept as given, not trained (tegrl train --init
+	// carries it from the file).
+	GangGuardHours float64
 	// Rates (jobs/h) and Seeds are the training runs; a candidate's
 	// fitness is the mean over them of its average JCT divided by
 	// Baseline's on the same rate and seed (1: as good as the baseline).
@@ -189,6 +193,9 @@ type RoundESResult struct {
 func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIteration)) (RoundESResult, error) {
 	d, nonClair := len(env.ScoredFeatureNames(cfg.Clairvoyant)), env.NumScoredFeatures
 	theta := slices.Clone(cfg.Init)
+	if cfg.GangGuardHours != 0 && !(cfg.Tiered && cfg.GangGuardHours > 0 && cfg.GangGuardHours < math.Inf(1)) {
+		return RoundESResult{}, fmt.Errorf("round ES: gang guard %v h: want a finite positive number of hours, on a tiered policy", cfg.GangGuardHours)
+	}
 	if cfg.Tiered {
 		if cfg.Pack {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy packs through its LP (Pack and Tiered together)")
@@ -315,7 +322,7 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 // policy is the policy weights w define under cfg.
 func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
-		return tieredPolicy(w, cfg.Clairvoyant)
+		return tieredPolicy(w, cfg.Clairvoyant, cfg.GangGuardHours)
 	}
 	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate, Upgrade: cfg.Upgrade}
 	if cfg.Pack {
@@ -415,11 +422,11 @@ const tieredLogRatioLimit = 8
 // tieredPolicy is the tiered policy of ES's parameters: the tier score's
 // weights, then the log priority ratio and its load slope, each
 // saturating at ±tieredLogRatioLimit (ES may step past the policy's
-// range).
-func tieredPolicy(theta []float64, clairvoyant bool) *env.TieredPackedPolicy {
+// range). guard is the policy's GangGuardHours.
+func tieredPolicy(theta []float64, clairvoyant bool, guard float64) *env.TieredPackedPolicy {
 	n := len(theta) - 2
 	sat := func(v float64) float64 { return math.Max(-tieredLogRatioLimit, math.Min(tieredLogRatioLimit, v)) }
-	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: clairvoyant}
+	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: clairvoyant, GangGuardHours: guard}
 }
 
 func axpy(x []float64, a float64, y []float64) []float64 {

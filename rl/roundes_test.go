@@ -249,6 +249,36 @@ func TestInitCappedTiered(t *testing.T) {
 	}
 }
 
+// TestInitGangGuard: --init carries a tiered file's gang guard into
+// training, whose policies keep it; ES refuses a guard on a scored policy
+// or a negative one.
+func TestInitGangGuard(t *testing.T) {
+	w, r := env.DefaultTieredParams(false)
+	path := filepath.Join(t.TempDir(), "guarded.json")
+	if err := env.WriteTieredPolicy(path, &env.TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: 100}, nil); err != nil {
+		t.Fatal(err)
+	}
+	o := DefaultTrainOptions()
+	o.Preset, o.Tiered, o.Init = "gavel-single", true, path
+	cfg, err := o.gavelESConfig()
+	if err != nil || cfg.GangGuardHours != 100 {
+		t.Fatalf("guarded --init: guard %v (%v)", cfg.GangGuardHours, err)
+	}
+	if tp, ok := cfg.policy(cfg.Init).(*env.TieredPackedPolicy); !ok || tp.GangGuardHours != 100 {
+		t.Fatalf("policy %+v", cfg.policy(cfg.Init))
+	}
+	for _, c := range []struct {
+		tiered bool
+		guard  float64
+	}{{false, 100}, {true, -1}, {true, math.Inf(1)}} {
+		bad := DefaultRoundESConfigSingle()
+		bad.Tiered, bad.GangGuardHours = c.tiered, c.guard
+		if _, err := TrainRoundES(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "gang guard") {
+			t.Errorf("tiered %v guard %v: %v", c.tiered, c.guard, err)
+		}
+	}
+}
+
 // TestRoundESExchange: with Exchange the candidates are scored policies
 // with the exchange pass, and on Gavel's multi-GPU protocol at 2.4 jobs/h
 // the learned weights finish with a lower average JCT with it than
@@ -475,7 +505,7 @@ func TestTrainRoundESTieredDeterministic(t *testing.T) {
 	if len(ra.Weights) != len(env.TieredFeatures)+2 {
 		t.Fatalf("%d parameters, want %d", len(ra.Weights), len(env.TieredFeatures)+2)
 	}
-	want := tieredPolicy(ra.Weights, false)
+	want := tieredPolicy(ra.Weights, false, 0)
 	path := t.TempDir() + "/policy.json"
 	if err := env.WriteTieredPolicy(path, want, nil); err != nil {
 		t.Fatal(err)
