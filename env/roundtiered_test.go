@@ -402,3 +402,22 @@ func BenchmarkTieredAllocate(b *testing.B) {
 		})
 	}
 }
+
+// TestShippedPolicyFiles: every allocation policy file in docs/policies
+// loads, and the shipped tiered file carries its gang guard.
+func TestShippedPolicyFiles(t *testing.T) {
+	paths, err := filepath.Glob("../docs/policies/*.json")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no policy files: %v", err)
+	}
+	for _, path := range paths {
+		p, err := AllocationPolicyByName(path)
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			continue
+		}
+		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered.json" && tp.GangGuardHours != 100 {
+			t.Errorf("%s: gang guard %v h, want 100", path, tp.GangGuardHours)
+		}
+	}
+}
