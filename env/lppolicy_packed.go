@@ -27,6 +27,14 @@ import (
 // go to the one with the most total throughput relative to each job's best,
 // as in MaxMinFairnessPerf.
 type MaxMinFairnessPacked struct {
+	// TieDeficit, when positive, weights each class in that tie-break by
+	// 1 + TieDeficit × its jobs' mean progress deficit (1 − steps done /
+	// (age × steps per second on the job's fastest type), within [0, 1]):
+	// among allocations with the same max-min level, the spare fast GPUs
+	// go first to the jobs furthest behind running alone, rather than to
+	// the same jobs at every solve. 0 is Gavel's policy.
+	TieDeficit float64
+
 	lp      lpSolver
 	classOf []int
 	first   []int
@@ -39,6 +47,7 @@ type MaxMinFairnessPacked struct {
 	norm    []float64
 	pairs   []RoundPair
 	xbuf    []float64
+	wk      []float64 // class tie-break weights (TieDeficit)
 }
 
 // packCol is one LP column: class k alone (l < 0) or classes k <= l
@@ -171,6 +180,9 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 		}
 	}
 	p.c1[mu] = 1
+	if p.TieDeficit > 0 {
+		p.weighTies(s)
+	}
 	y, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
 	if err != nil {
 		return fmt.Errorf("%s: LP over %d job classes and %d columns: %w", p.Name(), nc, len(p.cols), err)
@@ -185,6 +197,33 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	}
 	p.spreadPairs(s, y)
 	return nil
+}
+
+// weighTies scales the tie-break objective's coefficients by each
+// class's TieDeficit weight.
+func (p *MaxMinFairnessPacked) weighTies(s *RoundState) {
+	nt := len(s.Types)
+	p.wk = lpGrow(p.wk, len(p.first))
+	for k, members := range p.members[:len(p.first)] {
+		sum := 0.0
+		for _, i := range members {
+			j := &s.Jobs[i]
+			best := slices.Max(s.Throughput[i*nt : (i+1)*nt])
+			rate := 1.0
+			if age := s.Time - j.Arrival; age > 0 && best > 0 {
+				rate = min(1, max(0, (j.StepsTotal-j.StepsLeft)/(age*best)))
+			}
+			sum += 1 - rate
+		}
+		p.wk[k] = 1 + p.TieDeficit*sum/float64(len(members))
+	}
+	for v, c := range p.cols {
+		if c.l < 0 || c.l == c.k {
+			p.c2[v] *= p.wk[c.k]
+		} else {
+			p.c2[v] = c.tk/p.best[c.k]*p.wk[c.k] + c.tl/p.best[c.l]*p.wk[c.l]
+		}
+	}
 }
 
 // group puts jobs of one (job type, scale, priority, throughput row) into

@@ -201,3 +201,32 @@ func TestMaxMinPackedMatchesGonum(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxMinPackedTieDeficit: one V100 and two K80s. B runs 1 step/s on
+// either at priority 2, so its normalised throughput is at most 1/4 and
+// sets the max-min level. A and C run 4 on the V100 and 1 on a K80: each
+// reaches 1/4 with a twelfth of the V100 and the rest of its time on a
+// K80, and any split of the V100 between them gives the same total, so
+// the level leaves a tie. With TieDeficit the job furthest behind running
+// alone (no steps in an hour, deficit 1, against a new job's 0) takes all
+// the V100 the other can spare: 11/12 against 1/12, either way round.
+func TestMaxMinPackedTieDeficit(t *testing.T) {
+	for _, old := range []int{0, 2} {
+		s := round([]string{"v100", "k80"}, []int{1, 2}, [][]float64{{4, 1}, {1, 1}, {4, 1}})
+		s.Time = 3600
+		for i := range s.Jobs {
+			s.Jobs[i].Type, s.Jobs[i].Arrival = i, 3600
+		}
+		s.Jobs[1].Priority = 2
+		s.Jobs[old].Arrival = 0
+		x := make([]float64, 6)
+		p := &MaxMinFairnessPacked{TieDeficit: 1}
+		if err := p.Allocate(s, x); err != nil {
+			t.Fatal(err)
+		}
+		other := 2 - old
+		if math.Abs(x[old*2]-11.0/12) > 1e-9 || math.Abs(x[other*2]-1.0/12) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 {
+			t.Fatalf("job %d behind: x = %v, want V100 11/12 for it, 1/12 for job %d, a K80 for job 1", old, x, other)
+		}
+	}
+}

@@ -64,6 +64,12 @@ type TieredPackedPolicy struct {
 	// made Gavel's single-GPU protocol diverge near capacity. It is set
 	// by hand: no training protocol has gangs this old that finish.
 	GangGuardHours float64
+	// TieDeficit is the LP's MaxMinFairnessPacked.TieDeficit: favouring
+	// new jobs caps what a lower-tier job is guaranteed at the max-min
+	// level, and the tie-break that shares out the rest otherwise gives
+	// the spare fast GPUs to the same lower-tier jobs at every solve,
+	// which lengthens the longest jobs' wait.
+	TieDeficit float64
 
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
@@ -151,9 +157,10 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("%s: %d weights, want %d (%s)", p.Name(), len(p.Weights), len(names), strings.Join(names, ", "))
 	}
-	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours, p.GangGuardHours); err != nil {
+	if err := p.check(); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
+	p.lp.TieDeficit = p.TieDeficit
 	p.load = logLoad(s)
 	ratio := math.Exp(max(-maxTieredLogRatio, min(maxTieredLogRatio, p.LogRatio+p.LoadSlope*p.load)))
 	p.jobs = append(p.jobs[:0], s.Jobs...)
@@ -172,20 +179,27 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	return nil
 }
 
-// checkTieredParams checks a tiered policy's log ratio, load slope, cap
-// on the upper tier's remaining hours and gang guard.
-func checkTieredParams(logRatio, slope, maxUpperHours, gangGuardHours float64) error {
-	if !(math.Abs(logRatio) <= maxTieredLogRatio) {
-		return fmt.Errorf("log_priority_ratio %v, want within ±%d", logRatio, maxTieredLogRatio)
+// maxTieDeficit bounds TieDeficit: past it the tie-break is all deficit
+// and the LP's coefficients only grow ill-conditioned.
+const maxTieDeficit = 1e4
+
+// check checks a tiered policy's parameters other than its weights,
+// naming each by its file field.
+func (p *TieredPackedPolicy) check() error {
+	if !(math.Abs(p.LogRatio) <= maxTieredLogRatio) {
+		return fmt.Errorf("log_priority_ratio %v, want within ±%d", p.LogRatio, maxTieredLogRatio)
 	}
-	if !(math.Abs(slope) <= maxTieredLogRatio) {
-		return fmt.Errorf("log_ratio_load_slope %v, want within ±%d", slope, maxTieredLogRatio)
+	if !(math.Abs(p.LoadSlope) <= maxTieredLogRatio) {
+		return fmt.Errorf("log_ratio_load_slope %v, want within ±%d", p.LoadSlope, maxTieredLogRatio)
 	}
-	if !(maxUpperHours >= 0 && maxUpperHours < math.Inf(1)) {
-		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", maxUpperHours)
+	if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) {
+		return fmt.Errorf("max_upper_remaining_h %v, want a finite number of hours >= 0 (0: no cap)", p.MaxUpperHours)
 	}
-	if !(gangGuardHours >= 0 && gangGuardHours < math.Inf(1)) {
-		return fmt.Errorf("gang_guard_h %v, want a finite number of hours >= 0 (0: no guard)", gangGuardHours)
+	if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) {
+		return fmt.Errorf("gang_guard_h %v, want a finite number of hours >= 0 (0: no guard)", p.GangGuardHours)
+	}
+	if !(p.TieDeficit >= 0 && p.TieDeficit <= maxTieDeficit) {
+		return fmt.Errorf("tie_deficit_weight %v, want within [0, %g] (0: Gavel's tie-break)", p.TieDeficit, float64(maxTieDeficit))
 	}
 	return nil
 }
@@ -237,6 +251,9 @@ type TieredPolicyFile struct {
 	// GangGuardHours is TieredPackedPolicy.GangGuardHours (0 or absent:
 	// no guard).
 	GangGuardHours float64 `json:"gang_guard_h,omitempty"`
+	// TieDeficit is TieredPackedPolicy.TieDeficit (0 or absent: Gavel's
+	// tie-break).
+	TieDeficit float64 `json:"tie_deficit_weight,omitempty"`
 	// Training records how the parameters were found (free-form, for
 	// people).
 	Training map[string]any `json:"training,omitempty"`
@@ -249,7 +266,8 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 // names must be this build's (TieredFeatures, or with ClairvoyantFeature
 // last: a clairvoyant policy), every weight finite, the log ratio and
 // its load slope within ±10, the cap on the upper tier's remaining hours
-// and the gang guard finite and not negative.
+// and the gang guard finite and not negative, the tie-break's deficit
+// weight within [0, 1e4].
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
 	if err := decodePolicyFile(data, &f); err != nil {
@@ -259,10 +277,12 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	if err := checkTieredParams(f.LogPriorityRatio, f.LogRatioLoadSlope, f.MaxUpperRemainingHours, f.GangGuardHours); err != nil {
+	p := &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair,
+		MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours, TieDeficit: f.TieDeficit}
+	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
-	return &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair, MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours}, nil
+	return p, nil
 }
 
 // WriteTieredPolicy writes p as a tiered policy file at path; one weight
@@ -272,11 +292,12 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	if len(p.Weights) != len(names) {
 		return fmt.Errorf("tiered policy: %d weights for %d features", len(p.Weights), len(names))
 	}
-	if err := checkTieredParams(p.LogRatio, p.LoadSlope, p.MaxUpperHours, p.GangGuardHours); err != nil {
+	if err := p.check(); err != nil {
 		return fmt.Errorf("tiered policy: %w", err)
 	}
 	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
-		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, Training: training}, "", "  ")
+		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours,
+		TieDeficit: p.TieDeficit, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

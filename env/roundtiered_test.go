@@ -266,6 +266,41 @@ func TestTieredGangGuard(t *testing.T) {
 	}
 }
 
+// TestTieredTieDeficit: the tiered policy hands its deficit weight to the
+// LP (TestMaxMinPackedTieDeficit's state, where the tie-break decides who
+// gets the V100: the default score puts all three new-ish jobs in one
+// tier), keeps it through the file, and refuses it out of range.
+func TestTieredTieDeficit(t *testing.T) {
+	w, r := DefaultTieredParams(false)
+	s := round([]string{"v100", "k80"}, []int{1, 2}, [][]float64{{4, 1}, {1, 1}, {4, 1}})
+	s.Time = 3600
+	for i := range s.Jobs {
+		s.Jobs[i].Type, s.Jobs[i].Arrival, s.Jobs[i].Attained = i, 3600, 3*3600
+	}
+	s.Jobs[1].Priority = 2
+	s.Jobs[2].Arrival = 0
+	x := make([]float64, 6)
+	p := &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: 1}
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(x[4]-11.0/12) > 1e-9 || math.Abs(x[0]-1.0/12) > 1e-9 {
+		t.Fatalf("x = %v, want the V100 11/12 to job 2 (behind), 1/12 to job 0", x)
+	}
+	for _, bad := range []float64{-1, math.NaN(), 2e4} {
+		if err := (&TieredPackedPolicy{Weights: w, TieDeficit: bad}).Allocate(s, x); err == nil || !strings.Contains(err.Error(), "tie_deficit_weight") {
+			t.Errorf("weight %v: %v", bad, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: 5}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if pol, err := AllocationPolicyByName(path); err != nil || pol.(*TieredPackedPolicy).TieDeficit != 5 || IsClairvoyant(pol) {
+		t.Fatalf("read back %+v (%v)", pol, err)
+	}
+}
+
 // TestTieredPolicyFile: a written file loads by path as the same policy;
 // malformed files are refused with the reason.
 func TestTieredPolicyFile(t *testing.T) {
@@ -306,6 +341,7 @@ func TestTieredPolicyFile(t *testing.T) {
 		"slope":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"log_ratio_load_slope":-11}`, "log_ratio_load_slope -11"},
 		"cap":      {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"max_upper_remaining_h":-1}`, "max_upper_remaining_h -1"},
 		"guard":    {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"gang_guard_h":-3}`, "gang_guard_h -3"},
+		"tie":      {`{"kind":"tegrl-tiered-packed-allocation","features":` + feats + `,"weights":[1,0,0,0,0,0,0],"tie_deficit_weight":1e5}`, "tie_deficit_weight 100000"},
 		"trailing": {`{"kind":"tegrl-tiered-packed-allocation"} {}`, "trailing"},
 		"unknown":  {`{"kind":"tegrl-tiered-packed-allocation","pack":true}`, "unknown field"},
 	} {
@@ -349,7 +385,7 @@ func TestTieredRunDeterministic(t *testing.T) {
 // FuzzParseTieredPolicy: any input is refused with an error or gives a
 // policy with one finite weight per feature, a ratio in range and a finite
 // cap that is not negative (clairvoyant when positive), and a finite
-// guard that is not negative.
+// guard that is not negative, and a tie-break weight in range.
 func FuzzParseTieredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0,0],"log_priority_ratio":-1e999}`))
@@ -367,8 +403,8 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) || IsClairvoyant(p) != (p.Clairvoyant || p.MaxUpperHours > 0) {
 			t.Fatalf("cap %v, clairvoyant %v", p.MaxUpperHours, IsClairvoyant(p))
 		}
-		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) {
-			t.Fatalf("guard %v", p.GangGuardHours)
+		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) || !(p.TieDeficit >= 0 && p.TieDeficit <= maxTieDeficit) {
+			t.Fatalf("guard %v, tie weight %v", p.GangGuardHours, p.TieDeficit)
 		}
 		for _, w := range p.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) {

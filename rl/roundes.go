@@ -49,6 +49,9 @@ type RoundESConfig struct {
 	// GangGuardHours: kept as given, not trained (tegrl train --init
 	// carries it from the file).
 	GangGuardHours float64
+	// TieDeficit is the tiered policy's env.TieredPackedPolicy
+	// TieDeficit, kept and carried like GangGuardHours.
+	TieDeficit float64
 	// Rates (jobs/h) and Seeds are the training runs; a candidate's
 	// fitness is the mean over them of its average JCT divided by
 	// Baseline's on the same rate and seed (1: as good as the baseline).
@@ -196,6 +199,9 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 	if cfg.GangGuardHours != 0 && !(cfg.Tiered && cfg.GangGuardHours > 0 && cfg.GangGuardHours < math.Inf(1)) {
 		return RoundESResult{}, fmt.Errorf("round ES: gang guard %v h: want a finite positive number of hours, on a tiered policy", cfg.GangGuardHours)
 	}
+	if cfg.TieDeficit != 0 && !(cfg.Tiered && cfg.TieDeficit > 0 && cfg.TieDeficit <= 1e4) {
+		return RoundESResult{}, fmt.Errorf("round ES: tie-break deficit weight %v: want a weight in (0, 1e4], on a tiered policy", cfg.TieDeficit)
+	}
 	if cfg.Tiered {
 		if cfg.Pack {
 			return RoundESResult{}, fmt.Errorf("round ES: a tiered policy packs through its LP (Pack and Tiered together)")
@@ -322,7 +328,9 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 // policy is the policy weights w define under cfg.
 func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
-		return tieredPolicy(w, cfg.Clairvoyant, cfg.GangGuardHours)
+		p := tieredPolicy(w, cfg.Clairvoyant, cfg.GangGuardHours)
+		p.TieDeficit = cfg.TieDeficit
+		return p
 	}
 	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate, Upgrade: cfg.Upgrade}
 	if cfg.Pack {

@@ -137,6 +137,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 		training["tiered"] = true
 		features = append(slices.Clone(env.TieredFeatureNames(cfg.Clairvoyant)), "log_priority_ratio", "log_ratio_load_slope")
 		tp := tieredPolicy(res.Weights, cfg.Clairvoyant, cfg.GangGuardHours)
+		tp.TieDeficit = cfg.TieDeficit
 		res.Weights = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 		err = env.WriteTieredPolicy(pol, tp, training)
 	default:
@@ -326,7 +327,7 @@ func (o TrainOptions) gavelESConfig() (RoundESConfig, error) {
 			return cfg, fmt.Errorf("--init %s: training does not keep max_upper_remaining_h; start from a file without it", o.Init)
 		}
 		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
-		cfg.GangGuardHours = tp.GangGuardHours
+		cfg.GangGuardHours, cfg.TieDeficit = tp.GangGuardHours, tp.TieDeficit
 	} else if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)
