@@ -419,24 +419,33 @@ func FuzzParseTieredPolicy(f *testing.F) {
 // tier: up to twice the LP's job classes.
 func BenchmarkTieredAllocate(b *testing.B) {
 	for _, n := range []int{10, 100, 300} {
-		b.Run(fmt.Sprintf("jobs=%d", n), func(b *testing.B) {
-			s := gavelPackedRound(b, n, 1)
-			for i := range s.Jobs {
-				s.Jobs[i].Attained = float64(i%2) * 7200
-			}
-			x := make([]float64, len(s.Throughput))
-			w, r := DefaultTieredParams(false)
-			p := &TieredPackedPolicy{Weights: w, LogRatio: r}
-			b.ReportAllocs()
-			for b.Loop() {
-				if err := p.Allocate(s, x); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
-			b.ReportMetric(float64(p.lp.lp.pivots), "pivots")
-		})
+		for _, tie := range []float64{0, 5} {
+			b.Run(fmt.Sprintf("jobs=%d/tie=%g", n, tie), func(b *testing.B) { benchTiered(b, n, tie) })
+		}
 	}
+}
+
+// benchTiered is one BenchmarkTieredAllocate case: n jobs 100 s apart,
+// each a third of the way through its steps, with tie-break weight tie.
+func benchTiered(b *testing.B, n int, tie float64) {
+	s := gavelPackedRound(b, n, 1)
+	s.Time = float64(n) * 100
+	for i := range s.Jobs {
+		s.Jobs[i].Attained = float64(i%2) * 7200
+		s.Jobs[i].Arrival = float64(i) * 100
+		s.Jobs[i].StepsLeft = s.Jobs[i].StepsTotal * 2 / 3
+	}
+	x := make([]float64, len(s.Throughput))
+	w, r := DefaultTieredParams(false)
+	p := &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: tie}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := p.Allocate(s, x); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(p.Pairs(s))), "pairs")
+	b.ReportMetric(float64(p.lp.lp.pivots), "pivots")
 }
 
 // TestShippedPolicyFiles: every allocation policy file in docs/policies
