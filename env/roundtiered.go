@@ -62,7 +62,8 @@ type TieredPackedPolicy struct {
 	// oldest gangs then run so slowly that the queue never drains.
 	// Single-GPU jobs are left to the score, because an age guard on them
 	// made Gavel's single-GPU protocol diverge near capacity. It is set
-	// by hand: no training protocol has gangs this old that finish.
+	// by hand: that protocol, which trains the tiered policy, has no
+	// gangs.
 	GangGuardHours float64
 	// TieDeficit is the LP's MaxMinFairnessPacked.TieDeficit: favouring
 	// new jobs caps what a lower-tier job is guaranteed at the max-min
@@ -179,9 +180,10 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	return nil
 }
 
-// maxTieDeficit bounds TieDeficit: past it the tie-break is all deficit
-// and the LP's coefficients only grow ill-conditioned.
-const maxTieDeficit = 1e4
+// MaxTieDeficit bounds a tiered policy's TieDeficit: past it the
+// tie-break is all deficit and the LP's coefficients only grow
+// ill-conditioned.
+const MaxTieDeficit = 1e4
 
 // check checks a tiered policy's parameters other than its weights,
 // naming each by its file field.
@@ -198,8 +200,8 @@ func (p *TieredPackedPolicy) check() error {
 	if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) {
 		return fmt.Errorf("gang_guard_h %v, want a finite number of hours >= 0 (0: no guard)", p.GangGuardHours)
 	}
-	if !(p.TieDeficit >= 0 && p.TieDeficit <= maxTieDeficit) {
-		return fmt.Errorf("tie_deficit_weight %v, want within [0, %g] (0: Gavel's tie-break)", p.TieDeficit, float64(maxTieDeficit))
+	if !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
+		return fmt.Errorf("tie_deficit_weight %v, want within [0, %g] (0: Gavel's tie-break)", p.TieDeficit, float64(MaxTieDeficit))
 	}
 	return nil
 }

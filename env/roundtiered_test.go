@@ -403,7 +403,7 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) || IsClairvoyant(p) != (p.Clairvoyant || p.MaxUpperHours > 0) {
 			t.Fatalf("cap %v, clairvoyant %v", p.MaxUpperHours, IsClairvoyant(p))
 		}
-		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) || !(p.TieDeficit >= 0 && p.TieDeficit <= maxTieDeficit) {
+		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) || !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
 			t.Fatalf("guard %v, tie weight %v", p.GangGuardHours, p.TieDeficit)
 		}
 		for _, w := range p.Weights {

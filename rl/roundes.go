@@ -199,8 +199,8 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 	if cfg.GangGuardHours != 0 && !(cfg.Tiered && cfg.GangGuardHours > 0 && cfg.GangGuardHours < math.Inf(1)) {
 		return RoundESResult{}, fmt.Errorf("round ES: gang guard %v h: want a finite positive number of hours, on a tiered policy", cfg.GangGuardHours)
 	}
-	if cfg.TieDeficit != 0 && !(cfg.Tiered && cfg.TieDeficit > 0 && cfg.TieDeficit <= 1e4) {
-		return RoundESResult{}, fmt.Errorf("round ES: tie-break deficit weight %v: want a weight in (0, 1e4], on a tiered policy", cfg.TieDeficit)
+	if cfg.TieDeficit != 0 && !(cfg.Tiered && cfg.TieDeficit > 0 && cfg.TieDeficit <= env.MaxTieDeficit) {
+		return RoundESResult{}, fmt.Errorf("round ES: tie-break deficit weight %v: want a weight in (0, %g], on a tiered policy", cfg.TieDeficit, float64(env.MaxTieDeficit))
 	}
 	if cfg.Tiered {
 		if cfg.Pack {
