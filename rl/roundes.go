@@ -328,9 +328,7 @@ func (cfg RoundESConfig) run(k int, w []float64) env.GavelRun {
 // policy is the policy weights w define under cfg.
 func (cfg RoundESConfig) policy(w []float64) env.AllocationPolicy {
 	if cfg.Tiered {
-		p := tieredPolicy(w, cfg.Clairvoyant, cfg.GangGuardHours)
-		p.TieDeficit = cfg.TieDeficit
-		return p
+		return cfg.tieredPolicy(w)
 	}
 	p := env.ScoredPolicy{Weights: w, Clairvoyant: cfg.Clairvoyant, Exchange: cfg.Exchange, Consolidate: cfg.Consolidate, Upgrade: cfg.Upgrade}
 	if cfg.Pack {
@@ -430,11 +428,12 @@ const tieredLogRatioLimit = 8
 // tieredPolicy is the tiered policy of ES's parameters: the tier score's
 // weights, then the log priority ratio and its load slope, each
 // saturating at ±tieredLogRatioLimit (ES may step past the policy's
-// range). guard is the policy's GangGuardHours.
-func tieredPolicy(theta []float64, clairvoyant bool, guard float64) *env.TieredPackedPolicy {
+// range), with cfg's clairvoyance, gang guard and tie-break weight.
+func (cfg RoundESConfig) tieredPolicy(theta []float64) *env.TieredPackedPolicy {
 	n := len(theta) - 2
 	sat := func(v float64) float64 { return math.Max(-tieredLogRatioLimit, math.Min(tieredLogRatioLimit, v)) }
-	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: clairvoyant, GangGuardHours: guard}
+	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: cfg.Clairvoyant,
+		GangGuardHours: cfg.GangGuardHours, TieDeficit: cfg.TieDeficit}
 }
 
 func axpy(x []float64, a float64, y []float64) []float64 {

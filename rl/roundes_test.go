@@ -510,7 +510,7 @@ func TestTrainRoundESTieredDeterministic(t *testing.T) {
 	if len(ra.Weights) != len(env.TieredFeatures)+2 {
 		t.Fatalf("%d parameters, want %d", len(ra.Weights), len(env.TieredFeatures)+2)
 	}
-	want := tieredPolicy(ra.Weights, false, 0)
+	want := RoundESConfig{}.tieredPolicy(ra.Weights)
 	path := t.TempDir() + "/policy.json"
 	if err := env.WriteTieredPolicy(path, want, nil); err != nil {
 		t.Fatal(err)

@@ -136,8 +136,7 @@ func (o TrainOptions) runGavel(ctx context.Context, w io.Writer) error {
 	case cfg.Tiered:
 		training["tiered"] = true
 		features = append(slices.Clone(env.TieredFeatureNames(cfg.Clairvoyant)), "log_priority_ratio", "log_ratio_load_slope")
-		tp := tieredPolicy(res.Weights, cfg.Clairvoyant, cfg.GangGuardHours)
-		tp.TieDeficit = cfg.TieDeficit
+		tp := cfg.tieredPolicy(res.Weights)
 		res.Weights = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
 		err = env.WriteTieredPolicy(pol, tp, training)
 	default:
