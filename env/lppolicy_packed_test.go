@@ -3,6 +3,7 @@ package env
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -202,31 +203,51 @@ func TestMaxMinPackedMatchesGonum(t *testing.T) {
 	}
 }
 
-// TestMaxMinPackedTieDeficit: one V100 and two K80s. B runs 1 step/s on
-// either at priority 2, so its normalised throughput is at most 1/4 and
-// sets the max-min level. A and C run 4 on the V100 and 1 on a K80: each
-// reaches 1/4 with a twelfth of the V100 and the rest of its time on a
-// K80, and any split of the V100 between them gives the same total, so
-// the level leaves a tie. With TieDeficit the job furthest behind running
+// TestMaxMinPackedTieDeficit: one V100 and two K80s. B and D run 1
+// step/s on either at priority 2, so their normalised throughput is at
+// most 1/4 and sets the max-min level; they reach it only with a K80 each
+// (on the V100 they would take it from jobs that gain four times more
+// there). A and C run 4 on the V100 and 1 on a K80 and have only the
+// V100 left: each reaches 1/4 with 5/16 of it, and any split of the rest
+// gives the same total, so the level leaves a tie. Four jobs ask for
+// three GPUs, so TieDeficit applies: the job furthest behind running
 // alone (no steps in an hour, deficit 1, against a new job's 0) takes all
-// the V100 the other can spare: 11/12 against 1/12, either way round.
+// the V100 the other can spare, 11/16 against 5/16, either way round.
+//
+// With B alone (three jobs on three GPUs) no job waits for a GPU and the
+// weight must change nothing: the allocation is Gavel's, TieDeficit 0.
 func TestMaxMinPackedTieDeficit(t *testing.T) {
-	for _, old := range []int{0, 2} {
-		s := round([]string{"v100", "k80"}, []int{1, 2}, [][]float64{{4, 1}, {1, 1}, {4, 1}})
+	state := func(old int, jobs int) *RoundState {
+		thr := [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}}[:jobs]
+		s := round([]string{"v100", "k80"}, []int{1, 2}, thr)
 		s.Time = 3600
 		for i := range s.Jobs {
 			s.Jobs[i].Type, s.Jobs[i].Arrival = i, 3600
+			if i%2 == 1 {
+				s.Jobs[i].Priority = 2
+			}
 		}
-		s.Jobs[1].Priority = 2
 		s.Jobs[old].Arrival = 0
-		x := make([]float64, 6)
-		p := &MaxMinFairnessPacked{TieDeficit: 1}
-		if err := p.Allocate(s, x); err != nil {
+		return s
+	}
+	for _, old := range []int{0, 2} {
+		x := make([]float64, 8)
+		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 4), x); err != nil {
 			t.Fatal(err)
 		}
 		other := 2 - old
-		if math.Abs(x[old*2]-11.0/12) > 1e-9 || math.Abs(x[other*2]-1.0/12) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 {
-			t.Fatalf("job %d behind: x = %v, want V100 11/12 for it, 1/12 for job %d, a K80 for job 1", old, x, other)
+		if math.Abs(x[old*2]-11.0/16) > 1e-9 || math.Abs(x[other*2]-5.0/16) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 || math.Abs(x[3*2+1]-1) > 1e-9 {
+			t.Fatalf("job %d behind: x = %v, want V100 11/16 for it, 5/16 for job %d, a K80 each for jobs 1 and 3", old, x, other)
+		}
+		weighted, gavel := make([]float64, 6), make([]float64, 6)
+		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 3), weighted); err != nil {
+			t.Fatal(err)
+		}
+		if err := (&MaxMinFairnessPacked{}).Allocate(state(old, 3), gavel); err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(weighted, gavel) {
+			t.Fatalf("job %d behind, three jobs on three GPUs: x = %v with TieDeficit, %v without", old, weighted, gavel)
 		}
 	}
 }

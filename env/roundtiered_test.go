@@ -268,24 +268,25 @@ func TestTieredGangGuard(t *testing.T) {
 
 // TestTieredTieDeficit: the tiered policy hands its deficit weight to the
 // LP (TestMaxMinPackedTieDeficit's state, where the tie-break decides who
-// gets the V100: the default score puts all three new-ish jobs in one
-// tier), keeps it through the file, and refuses it out of range.
+// gets the V100: the default score puts all four jobs, with three hours
+// of service each, in one tier), keeps it through the file, and refuses
+// it out of range.
 func TestTieredTieDeficit(t *testing.T) {
 	w, r := DefaultTieredParams(false)
-	s := round([]string{"v100", "k80"}, []int{1, 2}, [][]float64{{4, 1}, {1, 1}, {4, 1}})
+	s := round([]string{"v100", "k80"}, []int{1, 2}, [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}})
 	s.Time = 3600
 	for i := range s.Jobs {
 		s.Jobs[i].Type, s.Jobs[i].Arrival, s.Jobs[i].Attained = i, 3600, 3*3600
 	}
-	s.Jobs[1].Priority = 2
+	s.Jobs[1].Priority, s.Jobs[3].Priority = 2, 2
 	s.Jobs[2].Arrival = 0
-	x := make([]float64, 6)
+	x := make([]float64, 8)
 	p := &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: 1}
 	if err := p.Allocate(s, x); err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(x[4]-11.0/12) > 1e-9 || math.Abs(x[0]-1.0/12) > 1e-9 {
-		t.Fatalf("x = %v, want the V100 11/12 to job 2 (behind), 1/12 to job 0", x)
+	if math.Abs(x[4]-11.0/16) > 1e-9 || math.Abs(x[0]-5.0/16) > 1e-9 {
+		t.Fatalf("x = %v, want the V100 11/16 to job 2 (behind), 5/16 to job 0", x)
 	}
 	for _, bad := range []float64{-1, math.NaN(), 2e4} {
 		if err := (&TieredPackedPolicy{Weights: w, TieDeficit: bad}).Allocate(s, x); err == nil || !strings.Contains(err.Error(), "tie_deficit_weight") {
@@ -426,9 +427,13 @@ func BenchmarkTieredAllocate(b *testing.B) {
 }
 
 // benchTiered is one BenchmarkTieredAllocate case: n jobs 100 s apart,
-// each a third of the way through its steps, with tie-break weight tie.
+// each a third of the way through its steps, with tie-break weight tie,
+// on ceil(n/4) GPUs of each type, so that the jobs ask for more GPUs than
+// the cluster has and the weights apply.
 func benchTiered(b *testing.B, n int, tie float64) {
 	s := gavelPackedRound(b, n, 1)
+	k := (n + 3) / 4
+	s.Capacity = []int{k, k, k}
 	s.Time = float64(n) * 100
 	for i := range s.Jobs {
 		s.Jobs[i].Attained = float64(i%2) * 7200
