@@ -59,12 +59,16 @@ type TieredPackedPolicy struct {
 	// tier, whatever its score. A lower-tier job gets what the upper tier
 	// leaves, and a gang needs that residue on several GPUs of one type
 	// at once: on the spot cluster's multi-GPU workload at full load the
-	// oldest gangs then run so slowly that the queue never drains.
-	// Single-GPU jobs are left to the score, because an age guard on them
-	// made Gavel's single-GPU protocol diverge near capacity. It is set
-	// by hand: that protocol, which trains the tiered policy, has no
+	// oldest gangs then run so slowly that the queue never drains. It is
+	// set by hand: that protocol, which trains the tiered policy, has no
 	// gangs.
 	GangGuardHours float64
+	// AgeGuardHours, when positive, does the same for every job: past
+	// capacity the lower tier's max-min share shrinks as the queue grows,
+	// and a job left there can miss any finite deadline. It must be
+	// long, so that it lifts only the few jobs a growing queue leaves
+	// behind: an upper tier full of old jobs no longer favours new ones.
+	AgeGuardHours float64
 	// TieDeficit is the LP's MaxMinFairnessPacked.TieDeficit: favouring
 	// new jobs caps what a lower-tier job is guaranteed at the max-min
 	// level, and the tie-break that shares out the rest otherwise gives
@@ -135,7 +139,8 @@ func (p *TieredPackedPolicy) Tier(s *RoundState, i int) bool {
 
 // tier is Tier with p.load already computed for s.
 func (p *TieredPackedPolicy) tier(s *RoundState, i int) bool {
-	if p.GangGuardHours > 0 && s.Jobs[i].Scale > 1 && s.Time-s.Jobs[i].Arrival > p.GangGuardHours*3600 {
+	age := s.Time - s.Jobs[i].Arrival
+	if (p.GangGuardHours > 0 && s.Jobs[i].Scale > 1 && age > p.GangGuardHours*3600) || (p.AgeGuardHours > 0 && age > p.AgeGuardHours*3600) {
 		return true
 	}
 	p.f = tieredFeatures(p.f, s, i, p.load, p.Clairvoyant)
@@ -200,6 +205,9 @@ func (p *TieredPackedPolicy) check() error {
 	if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) {
 		return fmt.Errorf("gang_guard_h %v, want a finite number of hours >= 0 (0: no guard)", p.GangGuardHours)
 	}
+	if !(p.AgeGuardHours >= 0 && p.AgeGuardHours < math.Inf(1)) {
+		return fmt.Errorf("age_guard_h %v, want a finite number of hours >= 0 (0: no guard)", p.AgeGuardHours)
+	}
 	if !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
 		return fmt.Errorf("tie_deficit_weight %v, want within [0, %g] (0: Gavel's tie-break)", p.TieDeficit, float64(MaxTieDeficit))
 	}
@@ -259,6 +267,9 @@ type TieredPolicyFile struct {
 	// GangGuardHours is TieredPackedPolicy.GangGuardHours (0 or absent:
 	// no guard).
 	GangGuardHours float64 `json:"gang_guard_h,omitempty"`
+	// AgeGuardHours is TieredPackedPolicy.AgeGuardHours (0 or absent: no
+	// guard).
+	AgeGuardHours float64 `json:"age_guard_h,omitempty"`
 	// TieDeficit is TieredPackedPolicy.TieDeficit (0 or absent: Gavel's
 	// tie-break).
 	TieDeficit float64 `json:"tie_deficit_weight,omitempty"`
@@ -274,7 +285,7 @@ const TieredPolicyKind = "tegrl-tiered-packed-allocation"
 // names must be this build's (TieredFeatures, or with ClairvoyantFeature
 // last: a clairvoyant policy), every weight finite, the log ratio and
 // its load slope within ±10, the cap on the upper tier's remaining hours
-// and the gang guard finite and not negative, the tie-break's deficit
+// and the guards finite and not negative, the tie-break's deficit
 // weight within [0, 1e4].
 func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	var f TieredPolicyFile
@@ -286,7 +297,7 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
 	p := &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair,
-		MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours, TieDeficit: f.TieDeficit}
+		MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours, AgeGuardHours: f.AgeGuardHours, TieDeficit: f.TieDeficit}
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
@@ -305,7 +316,7 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	}
 	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
 		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours,
-		TieDeficit: p.TieDeficit, Training: training}, "", "  ")
+		AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Training: training}, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -266,6 +266,51 @@ func TestTieredGangGuard(t *testing.T) {
 	}
 }
 
+// TestTieredAgeGuard: TestTieredGangGuard's state. An age guard lifts
+// every job older than it, the single-GPU job as well as the gang; it
+// does not make the policy clairvoyant, survives the file, and a
+// negative, NaN or infinite guard is refused.
+func TestTieredAgeGuard(t *testing.T) {
+	w, r := DefaultTieredParams(false)
+	s := &RoundState{Time: 150 * 3600, Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
+		Jobs:       []RoundJob{{ID: 0, Scale: 2, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}, {ID: 1, Scale: 1, Attained: 10 * 3600, StepsLeft: 100, Priority: 1, Arrival: 100 * 3600}},
+		Throughput: []float64{2, 1, 2, 1}}
+	for _, c := range []struct {
+		guard          float64
+		upper0, upper1 bool
+	}{{0, false, false}, {40, true, true}, {49.9, true, true}, {50, true, false}, {149.9, true, false}, {150, false, false}} {
+		p := &TieredPackedPolicy{Weights: w, LogRatio: r, AgeGuardHours: c.guard}
+		if p.Tier(s, 0) != c.upper0 || p.Tier(s, 1) != c.upper1 {
+			t.Errorf("guard %v h: tiers %v %v, want %v %v", c.guard, p.Tier(s, 0), p.Tier(s, 1), c.upper0, c.upper1)
+		}
+		if IsClairvoyant(p) || p.Name() != "tiered_packed" {
+			t.Errorf("guard %v h: clairvoyant %v, name %s", c.guard, IsClairvoyant(p), p.Name())
+		}
+		if err := p.Allocate(s, make([]float64, 4)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if err := (&TieredPackedPolicy{Weights: w, AgeGuardHours: bad}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "age_guard_h") {
+			t.Errorf("guard %v: %v", bad, err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "policy.json")
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, AgeGuardHours: 300}, nil); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := AllocationPolicyByName(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tp, ok := pol.(*TieredPackedPolicy); !ok || tp.AgeGuardHours != 300 || tp.GangGuardHours != 0 || IsClairvoyant(tp) {
+		t.Fatalf("read back %T %+v", pol, pol)
+	}
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, AgeGuardHours: -2}, nil); err == nil {
+		t.Error("guard -2 written")
+	}
+}
+
 // TestTieredTieDeficit: the tiered policy hands its deficit weight to the
 // LP (TestMaxMinPackedTieDeficit's state, where the tie-break decides who
 // gets the V100: the default score puts all four jobs, with three hours
@@ -404,8 +449,8 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		if !(p.MaxUpperHours >= 0 && p.MaxUpperHours < math.Inf(1)) || IsClairvoyant(p) != (p.Clairvoyant || p.MaxUpperHours > 0) {
 			t.Fatalf("cap %v, clairvoyant %v", p.MaxUpperHours, IsClairvoyant(p))
 		}
-		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) || !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
-			t.Fatalf("guard %v, tie weight %v", p.GangGuardHours, p.TieDeficit)
+		if !(p.GangGuardHours >= 0 && p.GangGuardHours < math.Inf(1)) || !(p.AgeGuardHours >= 0 && p.AgeGuardHours < math.Inf(1)) || !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
+			t.Fatalf("guards %v %v, tie weight %v", p.GangGuardHours, p.AgeGuardHours, p.TieDeficit)
 		}
 		for _, w := range p.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) {
@@ -454,7 +499,8 @@ func benchTiered(b *testing.B, n int, tie float64) {
 }
 
 // TestShippedPolicyFiles: every allocation policy file in docs/policies
-// loads, and the shipped tiered file carries its gang guard.
+// loads, and the shipped tiered files carry their guards and tie-break
+// weight.
 func TestShippedPolicyFiles(t *testing.T) {
 	paths, err := filepath.Glob("../docs/policies/*.json")
 	if err != nil || len(paths) == 0 {
@@ -468,6 +514,10 @@ func TestShippedPolicyFiles(t *testing.T) {
 		}
 		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered.json" && tp.GangGuardHours != 100 {
 			t.Errorf("%s: gang guard %v h, want 100", path, tp.GangGuardHours)
+		}
+		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered-tail.json" &&
+			(tp.GangGuardHours != 100 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || IsClairvoyant(tp)) {
+			t.Errorf("%s: guards %v %v h, tie weight %v, clairvoyant %v; want 100, 300, 5, false", path, tp.GangGuardHours, tp.AgeGuardHours, tp.TieDeficit, IsClairvoyant(tp))
 		}
 	}
 }

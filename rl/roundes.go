@@ -49,6 +49,9 @@ type RoundESConfig struct {
 	// GangGuardHours: kept as given, not trained (tegrl train --init
 	// carries it from the file).
 	GangGuardHours float64
+	// AgeGuardHours is the tiered policy's env.TieredPackedPolicy
+	// AgeGuardHours, kept and carried like GangGuardHours.
+	AgeGuardHours float64
 	// TieDeficit is the tiered policy's env.TieredPackedPolicy
 	// TieDeficit, kept and carried like GangGuardHours.
 	TieDeficit float64
@@ -198,6 +201,9 @@ func TrainRoundES(ctx context.Context, cfg RoundESConfig, onIter func(RoundESIte
 	theta := slices.Clone(cfg.Init)
 	if cfg.GangGuardHours != 0 && !(cfg.Tiered && cfg.GangGuardHours > 0 && cfg.GangGuardHours < math.Inf(1)) {
 		return RoundESResult{}, fmt.Errorf("round ES: gang guard %v h: want a finite positive number of hours, on a tiered policy", cfg.GangGuardHours)
+	}
+	if cfg.AgeGuardHours != 0 && !(cfg.Tiered && cfg.AgeGuardHours > 0 && cfg.AgeGuardHours < math.Inf(1)) {
+		return RoundESResult{}, fmt.Errorf("round ES: age guard %v h: want a finite positive number of hours, on a tiered policy", cfg.AgeGuardHours)
 	}
 	if cfg.TieDeficit != 0 && !(cfg.Tiered && cfg.TieDeficit > 0 && cfg.TieDeficit <= env.MaxTieDeficit) {
 		return RoundESResult{}, fmt.Errorf("round ES: tie-break deficit weight %v: want a weight in (0, %g], on a tiered policy", cfg.TieDeficit, float64(env.MaxTieDeficit))
@@ -428,12 +434,12 @@ const tieredLogRatioLimit = 8
 // tieredPolicy is the tiered policy of ES's parameters: the tier score's
 // weights, then the log priority ratio and its load slope, each
 // saturating at ±tieredLogRatioLimit (ES may step past the policy's
-// range), with cfg's clairvoyance, gang guard and tie-break weight.
+// range), with cfg's clairvoyance, guards and tie-break weight.
 func (cfg RoundESConfig) tieredPolicy(theta []float64) *env.TieredPackedPolicy {
 	n := len(theta) - 2
 	sat := func(v float64) float64 { return math.Max(-tieredLogRatioLimit, math.Min(tieredLogRatioLimit, v)) }
 	return &env.TieredPackedPolicy{Weights: theta[:n:n], LogRatio: sat(theta[n]), LoadSlope: sat(theta[n+1]), Clairvoyant: cfg.Clairvoyant,
-		GangGuardHours: cfg.GangGuardHours, TieDeficit: cfg.TieDeficit}
+		GangGuardHours: cfg.GangGuardHours, AgeGuardHours: cfg.AgeGuardHours, TieDeficit: cfg.TieDeficit}
 }
 
 func axpy(x []float64, a float64, y []float64) []float64 {

@@ -249,22 +249,22 @@ func TestInitCappedTiered(t *testing.T) {
 	}
 }
 
-// TestInitGangGuard: --init carries a tiered file's gang guard and
+// TestInitGangGuard: --init carries a tiered file's guards and
 // tie-break weight into training, whose policies keep them; ES refuses
-// either on a scored policy or out of range.
+// each on a scored policy or out of range.
 func TestInitGangGuard(t *testing.T) {
 	w, r := env.DefaultTieredParams(false)
 	path := filepath.Join(t.TempDir(), "guarded.json")
-	if err := env.WriteTieredPolicy(path, &env.TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: 100, TieDeficit: 5}, nil); err != nil {
+	if err := env.WriteTieredPolicy(path, &env.TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5}, nil); err != nil {
 		t.Fatal(err)
 	}
 	o := DefaultTrainOptions()
 	o.Preset, o.Tiered, o.Init = "gavel-single", true, path
 	cfg, err := o.gavelESConfig()
-	if err != nil || cfg.GangGuardHours != 100 || cfg.TieDeficit != 5 {
-		t.Fatalf("guarded --init: guard %v, tie weight %v (%v)", cfg.GangGuardHours, cfg.TieDeficit, err)
+	if err != nil || cfg.GangGuardHours != 100 || cfg.AgeGuardHours != 300 || cfg.TieDeficit != 5 {
+		t.Fatalf("guarded --init: guards %v %v, tie weight %v (%v)", cfg.GangGuardHours, cfg.AgeGuardHours, cfg.TieDeficit, err)
 	}
-	if tp, ok := cfg.policy(cfg.Init).(*env.TieredPackedPolicy); !ok || tp.GangGuardHours != 100 || tp.TieDeficit != 5 {
+	if tp, ok := cfg.policy(cfg.Init).(*env.TieredPackedPolicy); !ok || tp.GangGuardHours != 100 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 {
 		t.Fatalf("policy %+v", cfg.policy(cfg.Init))
 	}
 	for _, c := range []struct {
@@ -275,6 +275,11 @@ func TestInitGangGuard(t *testing.T) {
 		bad.Tiered, bad.GangGuardHours = c.tiered, c.guard
 		if _, err := TrainRoundES(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "gang guard") {
 			t.Errorf("tiered %v guard %v: %v", c.tiered, c.guard, err)
+		}
+		bad = DefaultRoundESConfigSingle()
+		bad.Tiered, bad.AgeGuardHours = c.tiered, c.guard
+		if _, err := TrainRoundES(context.Background(), bad, nil); err == nil || !strings.Contains(err.Error(), "age guard") {
+			t.Errorf("tiered %v age guard %v: %v", c.tiered, c.guard, err)
 		}
 		bad = DefaultRoundESConfigSingle()
 		bad.Tiered, bad.TieDeficit = c.tiered, c.guard

@@ -326,7 +326,7 @@ func (o TrainOptions) gavelESConfig() (RoundESConfig, error) {
 			return cfg, fmt.Errorf("--init %s: training does not keep max_upper_remaining_h; start from a file without it", o.Init)
 		}
 		cfg.Init = append(slices.Clone(tp.Weights), tp.LogRatio, tp.LoadSlope)
-		cfg.GangGuardHours, cfg.TieDeficit = tp.GangGuardHours, tp.TieDeficit
+		cfg.GangGuardHours, cfg.AgeGuardHours, cfg.TieDeficit = tp.GangGuardHours, tp.AgeGuardHours, tp.TieDeficit
 	} else if o.Init != "" {
 		p, err := env.AllocationPolicyByName(o.Init)
 		sp, ok := p.(*env.ScoredPolicy)
