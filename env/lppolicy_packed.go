@@ -27,17 +27,16 @@ import (
 // go to the one with the most total throughput relative to each job's best,
 // as in MaxMinFairnessPerf.
 type MaxMinFairnessPacked struct {
-	// TieDeficit, when positive, weights each class in that tie-break by
-	// 1 + TieDeficit × its jobs' mean progress deficit (1 − steps done /
-	// (age × steps per second on the job's fastest type), within [0, 1]):
-	// among allocations with the same max-min level, the spare fast GPUs
-	// go first to the jobs furthest behind running alone, rather than to
-	// the same jobs at every solve. It applies only while the jobs demand
-	// more GPUs than the cluster has: otherwise no job waits for a GPU, a
-	// deficit only says it ran on a slower type, and the most total
-	// normalised throughput is what finishes jobs soonest (weighting
-	// there cost 0.75% of average JCT on the spot cluster's multi-GPU
-	// workload at load 0.6). 0 is Gavel's policy.
+	// TieDeficit, when positive, weights each class of single-GPU jobs
+	// in that tie-break by 1 + TieDeficit × its jobs' mean progress
+	// deficit (1 − steps done / (age × steps per second on the job's
+	// fastest type), within [0, 1]): among allocations with the same
+	// max-min level, the spare fast GPUs go first to the jobs furthest
+	// behind running alone, rather than to the same jobs at every solve.
+	// Gangs keep weight 1: a gang's deficit also counts the rounds it
+	// waited for enough GPUs of one type at once, which a larger share
+	// does not remove, and weighting it cost 0.75% of average JCT on the
+	// spot cluster's multi-GPU workload at load 0.6. 0 is Gavel's policy.
 	TieDeficit float64
 
 	lp      lpSolver
@@ -185,7 +184,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 		}
 	}
 	p.c1[mu] = 1
-	if demand, gpus := demandGPUs(s); p.TieDeficit > 0 && demand > gpus {
+	if p.TieDeficit > 0 {
 		p.weighTies(s)
 	}
 	y, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
@@ -205,11 +204,15 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 }
 
 // weighTies scales the tie-break objective's coefficients by each
-// class's TieDeficit weight.
+// class's TieDeficit weight (1 for gangs).
 func (p *MaxMinFairnessPacked) weighTies(s *RoundState) {
 	nt := len(s.Types)
 	p.wk = lpGrow(p.wk, len(p.first))
 	for k, members := range p.members[:len(p.first)] {
+		if s.Jobs[p.first[k]].Scale > 1 {
+			p.wk[k] = 1
+			continue
+		}
 		sum := 0.0
 		for _, i := range members {
 			j := &s.Jobs[i]

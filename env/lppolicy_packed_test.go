@@ -209,20 +209,20 @@ func TestMaxMinPackedMatchesGonum(t *testing.T) {
 // (on the V100 they would take it from jobs that gain four times more
 // there). A and C run 4 on the V100 and 1 on a K80 and have only the
 // V100 left: each reaches 1/4 with 5/16 of it, and any split of the rest
-// gives the same total, so the level leaves a tie. Four jobs ask for
-// three GPUs, so TieDeficit applies: the job furthest behind running
-// alone (no steps in an hour, deficit 1, against a new job's 0) takes all
-// the V100 the other can spare, 11/16 against 5/16, either way round.
+// gives the same total, so the level leaves a tie. With TieDeficit the
+// job furthest behind running alone (no steps in an hour, deficit 1,
+// against a new job's 0) takes all the V100 the other can spare, 11/16
+// against 5/16, either way round.
 //
-// With B alone (three jobs on three GPUs) no job waits for a GPU and the
-// weight must change nothing: the allocation is Gavel's, TieDeficit 0.
+// The same state with every job a 2-GPU gang on twice the GPUs is the
+// same LP, and there the weight must change nothing: gangs keep Gavel's
+// tie-break.
 func TestMaxMinPackedTieDeficit(t *testing.T) {
-	state := func(old int, jobs int) *RoundState {
-		thr := [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}}[:jobs]
-		s := round([]string{"v100", "k80"}, []int{1, 2}, thr)
+	state := func(old, scale int) *RoundState {
+		s := round([]string{"v100", "k80"}, []int{scale, 2 * scale}, [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}})
 		s.Time = 3600
 		for i := range s.Jobs {
-			s.Jobs[i].Type, s.Jobs[i].Arrival = i, 3600
+			s.Jobs[i].Type, s.Jobs[i].Arrival, s.Jobs[i].Scale = i, 3600, scale
 			if i%2 == 1 {
 				s.Jobs[i].Priority = 2
 			}
@@ -232,22 +232,22 @@ func TestMaxMinPackedTieDeficit(t *testing.T) {
 	}
 	for _, old := range []int{0, 2} {
 		x := make([]float64, 8)
-		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 4), x); err != nil {
+		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 1), x); err != nil {
 			t.Fatal(err)
 		}
 		other := 2 - old
 		if math.Abs(x[old*2]-11.0/16) > 1e-9 || math.Abs(x[other*2]-5.0/16) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 || math.Abs(x[3*2+1]-1) > 1e-9 {
 			t.Fatalf("job %d behind: x = %v, want V100 11/16 for it, 5/16 for job %d, a K80 each for jobs 1 and 3", old, x, other)
 		}
-		weighted, gavel := make([]float64, 6), make([]float64, 6)
-		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 3), weighted); err != nil {
+		weighted, gavel := make([]float64, 8), make([]float64, 8)
+		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 2), weighted); err != nil {
 			t.Fatal(err)
 		}
-		if err := (&MaxMinFairnessPacked{}).Allocate(state(old, 3), gavel); err != nil {
+		if err := (&MaxMinFairnessPacked{}).Allocate(state(old, 2), gavel); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(weighted, gavel) {
-			t.Fatalf("job %d behind, three jobs on three GPUs: x = %v with TieDeficit, %v without", old, weighted, gavel)
+			t.Fatalf("job %d behind, 2-GPU gangs: x = %v with TieDeficit, %v without", old, weighted, gavel)
 		}
 	}
 }

@@ -217,23 +217,17 @@ func (p *TieredPackedPolicy) check() error {
 // logLoad is the log_load feature of s: log(GPUs its active jobs demand /
 // the cluster's GPUs), 0 for an empty state or cluster.
 func logLoad(s *RoundState) float64 {
-	demand, gpus := demandGPUs(s)
-	if demand == 0 || gpus == 0 {
-		return 0
-	}
-	return math.Log(float64(demand) / float64(gpus))
-}
-
-// demandGPUs returns the GPUs the active jobs of s ask for (their gangs'
-// sizes) and the cluster's GPUs.
-func demandGPUs(s *RoundState) (demand, gpus int) {
+	demand, gpus := 0, 0
 	for i := range s.Jobs {
 		demand += s.Jobs[i].Scale
 	}
 	for _, c := range s.Capacity {
 		gpus += c
 	}
-	return demand, gpus
+	if demand == 0 || gpus == 0 {
+		return 0
+	}
+	return math.Log(float64(demand) / float64(gpus))
 }
 
 // tieredFeatures fills f with job i's TieredFeatureNames features; load

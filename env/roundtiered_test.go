@@ -472,13 +472,9 @@ func BenchmarkTieredAllocate(b *testing.B) {
 }
 
 // benchTiered is one BenchmarkTieredAllocate case: n jobs 100 s apart,
-// each a third of the way through its steps, with tie-break weight tie,
-// on ceil(n/4) GPUs of each type, so that the jobs ask for more GPUs than
-// the cluster has and the weights apply.
+// each a third of the way through its steps, with tie-break weight tie.
 func benchTiered(b *testing.B, n int, tie float64) {
 	s := gavelPackedRound(b, n, 1)
-	k := (n + 3) / 4
-	s.Capacity = []int{k, k, k}
 	s.Time = float64(n) * 100
 	for i := range s.Jobs {
 		s.Jobs[i].Attained = float64(i%2) * 7200
