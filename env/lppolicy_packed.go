@@ -27,16 +27,18 @@ import (
 // go to the one with the most total throughput relative to each job's best,
 // as in MaxMinFairnessPerf.
 type MaxMinFairnessPacked struct {
-	// TieDeficit, when positive, weights each class of single-GPU jobs
-	// in that tie-break by 1 + TieDeficit × its jobs' mean progress
-	// deficit (1 − steps done / (age × steps per second on the job's
-	// fastest type), within [0, 1]): among allocations with the same
-	// max-min level, the spare fast GPUs go first to the jobs furthest
-	// behind running alone, rather than to the same jobs at every solve.
-	// Gangs keep weight 1: a gang's deficit also counts the rounds it
-	// waited for enough GPUs of one type at once, which a larger share
-	// does not remove, and weighting it cost 0.75% of average JCT on the
-	// spot cluster's multi-GPU workload at load 0.6. 0 is Gavel's policy.
+	// TieDeficit, when positive, weights each class in that tie-break by
+	// 1 + TieDeficit × its jobs' mean progress deficit (1 − steps done /
+	// (age × steps per second on the job's fastest type), within [0, 1]):
+	// among allocations with the same max-min level, the spare fast GPUs
+	// go first to the jobs furthest behind running alone, rather than to
+	// the same jobs at every solve. Gangs are weighted only while the
+	// jobs ask for more GPUs than the cluster has: a gang's deficit also
+	// counts the rounds it waited for enough GPUs of one type at once,
+	// and with GPUs for every job that wait is placement, which a larger
+	// share does not remove (weighting gangs then cost 0.75% of average
+	// JCT on the spot cluster's multi-GPU workload at load 0.6). 0 is
+	// Gavel's policy.
 	TieDeficit float64
 
 	lp      lpSolver
@@ -204,12 +206,14 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 }
 
 // weighTies scales the tie-break objective's coefficients by each
-// class's TieDeficit weight (1 for gangs).
+// class's TieDeficit weight (1 for gangs unless the jobs ask for more
+// GPUs than the cluster has).
 func (p *MaxMinFairnessPacked) weighTies(s *RoundState) {
 	nt := len(s.Types)
 	p.wk = lpGrow(p.wk, len(p.first))
+	asked, gpus := s.demand()
 	for k, members := range p.members[:len(p.first)] {
-		if s.Jobs[p.first[k]].Scale > 1 {
+		if s.Jobs[p.first[k]].Scale > 1 && asked <= gpus {
 			p.wk[k] = 1
 			continue
 		}

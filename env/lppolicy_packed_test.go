@@ -203,23 +203,27 @@ func TestMaxMinPackedMatchesGonum(t *testing.T) {
 	}
 }
 
-// TestMaxMinPackedTieDeficit: one V100 and two K80s. B and D run 1
+// TestMaxMinPackedTieDeficit: one V100 and two K80s. B (and D) run 1
 // step/s on either at priority 2, so their normalised throughput is at
-// most 1/4 and sets the max-min level; they reach it only with a K80 each
-// (on the V100 they would take it from jobs that gain four times more
-// there). A and C run 4 on the V100 and 1 on a K80 and have only the
-// V100 left: each reaches 1/4 with 5/16 of it, and any split of the rest
-// gives the same total, so the level leaves a tie. With TieDeficit the
-// job furthest behind running alone (no steps in an hour, deficit 1,
-// against a new job's 0) takes all the V100 the other can spare, 11/16
-// against 5/16, either way round.
+// most 1/4 and sets the max-min level; they reach it on a K80 each (on
+// the V100 they would take it from jobs that gain four times more there).
+// A and C run 4 on the V100 and 1 on a K80. With D, A and C have only the
+// V100 left and each reaches 1/4 with 5/16 of it; without D each reaches
+// it with 1/12 of the V100 and the rest of its time on the free K80.
+// Either way any split of the rest of the V100 gives the same total, so
+// the level leaves a tie, and with TieDeficit the job furthest behind
+// running alone (no steps in an hour, deficit 1, against a new job's 0)
+// takes all the V100 the other can spare: 11/16 or 11/12, either way
+// round.
 //
-// The same state with every job a 2-GPU gang on twice the GPUs is the
-// same LP, and there the weight must change nothing: gangs keep Gavel's
-// tie-break.
+// The same states with every job a 2-GPU gang on twice the GPUs are the
+// same LPs. Gangs are weighted only while the jobs ask for more GPUs
+// than the cluster has: with D (8 GPUs asked of 6) as single jobs are,
+// without D (6 of 6) not at all, Gavel's tie-break.
 func TestMaxMinPackedTieDeficit(t *testing.T) {
-	state := func(old, scale int) *RoundState {
-		s := round([]string{"v100", "k80"}, []int{scale, 2 * scale}, [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}})
+	state := func(old, scale, jobs int) *RoundState {
+		thr := [][]float64{{4, 1}, {1, 1}, {4, 1}, {1, 1}}[:jobs]
+		s := round([]string{"v100", "k80"}, []int{scale, 2 * scale}, thr)
 		s.Time = 3600
 		for i := range s.Jobs {
 			s.Jobs[i].Type, s.Jobs[i].Arrival, s.Jobs[i].Scale = i, 3600, scale
@@ -231,23 +235,29 @@ func TestMaxMinPackedTieDeficit(t *testing.T) {
 		return s
 	}
 	for _, old := range []int{0, 2} {
-		x := make([]float64, 8)
-		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 1), x); err != nil {
-			t.Fatal(err)
-		}
 		other := 2 - old
-		if math.Abs(x[old*2]-11.0/16) > 1e-9 || math.Abs(x[other*2]-5.0/16) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 || math.Abs(x[3*2+1]-1) > 1e-9 {
-			t.Fatalf("job %d behind: x = %v, want V100 11/16 for it, 5/16 for job %d, a K80 each for jobs 1 and 3", old, x, other)
+		for _, c := range []struct{ scale, jobs int }{{1, 4}, {1, 3}, {2, 4}} {
+			x := make([]float64, 2*c.jobs)
+			if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, c.scale, c.jobs), x); err != nil {
+				t.Fatal(err)
+			}
+			keep := 5.0 / 16
+			if c.jobs == 3 {
+				keep = 1.0 / 12
+			}
+			if math.Abs(x[old*2]-(1-keep)) > 1e-9 || math.Abs(x[other*2]-keep) > 1e-9 || math.Abs(x[1*2+1]-1) > 1e-9 {
+				t.Fatalf("%d jobs of %d GPUs, job %d behind: x = %v, want V100 %v for it, %v for job %d, a K80 for job 1", c.jobs, c.scale, old, x, 1-keep, keep, other)
+			}
 		}
-		weighted, gavel := make([]float64, 8), make([]float64, 8)
-		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 2), weighted); err != nil {
+		weighted, gavel := make([]float64, 6), make([]float64, 6)
+		if err := (&MaxMinFairnessPacked{TieDeficit: 1}).Allocate(state(old, 2, 3), weighted); err != nil {
 			t.Fatal(err)
 		}
-		if err := (&MaxMinFairnessPacked{}).Allocate(state(old, 2), gavel); err != nil {
+		if err := (&MaxMinFairnessPacked{}).Allocate(state(old, 2, 3), gavel); err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(weighted, gavel) {
-			t.Fatalf("job %d behind, 2-GPU gangs: x = %v with TieDeficit, %v without", old, weighted, gavel)
+			t.Fatalf("job %d behind, three 2-GPU gangs on six GPUs: x = %v with TieDeficit, %v without", old, weighted, gavel)
 		}
 	}
 }

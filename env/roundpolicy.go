@@ -39,6 +39,18 @@ type RoundState struct {
 	Pair func(i, k, j int) (ti, tk float64, ok bool)
 }
 
+// demand returns the GPUs the active jobs ask for (their gangs' sizes)
+// and the cluster's GPUs.
+func (s *RoundState) demand() (asked, gpus int) {
+	for i := range s.Jobs {
+		asked += s.Jobs[i].Scale
+	}
+	for _, c := range s.Capacity {
+		gpus += c
+	}
+	return asked, gpus
+}
+
 // AllocationPolicy computes a round's allocation: x has len(Jobs)*len(Types)
 // entries, x[i*len(Types)+j] the fraction of time job i should run on type
 // j. A valid allocation has x >= 0, each row summing to at most 1, and

@@ -217,17 +217,11 @@ func (p *TieredPackedPolicy) check() error {
 // logLoad is the log_load feature of s: log(GPUs its active jobs demand /
 // the cluster's GPUs), 0 for an empty state or cluster.
 func logLoad(s *RoundState) float64 {
-	demand, gpus := 0, 0
-	for i := range s.Jobs {
-		demand += s.Jobs[i].Scale
-	}
-	for _, c := range s.Capacity {
-		gpus += c
-	}
-	if demand == 0 || gpus == 0 {
+	asked, gpus := s.demand()
+	if asked == 0 || gpus == 0 {
 		return 0
 	}
-	return math.Log(float64(demand) / float64(gpus))
+	return math.Log(float64(asked) / float64(gpus))
 }
 
 // tieredFeatures fills f with job i's TieredFeatureNames features; load
