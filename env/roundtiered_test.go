@@ -219,95 +219,70 @@ func TestTieredMaxUpperHours(t *testing.T) {
 	}
 }
 
-// TestTieredGangGuard: at 150 h, a 2-GPU gang and a single-GPU job have
-// both had ten GPU-hours of service, so the default score puts both in
-// the lower tier. A guard of 100 h (or 149.9 h) lifts the gang alone into
-// the upper tier, one of 150 h or more (or none) leaves it; the guard
-// does not make the policy clairvoyant, survives the file, and a
-// negative, NaN or infinite guard is refused.
-func TestTieredGangGuard(t *testing.T) {
-	w, r := DefaultTieredParams(false)
-	s := &RoundState{Time: 150 * 3600, Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
-		Jobs:       []RoundJob{{ID: 0, Scale: 2, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}, {ID: 1, Scale: 1, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}},
-		Throughput: []float64{2, 1, 2, 1}}
-	for _, c := range []struct {
-		guard  float64
-		upper0 bool
-	}{{0, false}, {100, true}, {149.9, true}, {150, false}, {1000, false}} {
-		p := &TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: c.guard}
-		if p.Tier(s, 0) != c.upper0 || p.Tier(s, 1) {
-			t.Errorf("guard %v h: tiers %v %v, want %v false", c.guard, p.Tier(s, 0), p.Tier(s, 1), c.upper0)
-		}
-		if IsClairvoyant(p) || p.Name() != "tiered_packed" {
-			t.Errorf("guard %v h: clairvoyant %v, name %s", c.guard, IsClairvoyant(p), p.Name())
-		}
-		if err := p.Allocate(s, make([]float64, 4)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		if err := (&TieredPackedPolicy{Weights: w, GangGuardHours: bad}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "gang_guard_h") {
-			t.Errorf("guard %v: %v", bad, err)
-		}
-	}
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, GangGuardHours: 100}, nil); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := AllocationPolicyByName(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tp, ok := pol.(*TieredPackedPolicy); !ok || tp.GangGuardHours != 100 || IsClairvoyant(tp) {
-		t.Fatalf("read back %T %+v", pol, pol)
-	}
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, GangGuardHours: -2}, nil); err == nil {
-		t.Error("guard -2 written")
-	}
-}
-
-// TestTieredAgeGuard: TestTieredGangGuard's state. An age guard lifts
-// every job older than it, the single-GPU job as well as the gang; it
-// does not make the policy clairvoyant, survives the file, and a
-// negative, NaN or infinite guard is refused.
-func TestTieredAgeGuard(t *testing.T) {
+// TestTieredGuards: at 150 h, a 2-GPU gang (arrived at 0) and a
+// single-GPU job (arrived at 100 h) have both had ten GPU-hours of
+// service, so the default score puts both in the lower tier. The gang
+// guard lifts the gang alone into the upper tier when it is shorter than
+// the gang's age; the age guard lifts each job whose age exceeds it.
+// Neither makes the policy clairvoyant, each survives the file, and a
+// negative, NaN or infinite guard is refused, naming its field.
+func TestTieredGuards(t *testing.T) {
 	w, r := DefaultTieredParams(false)
 	s := &RoundState{Time: 150 * 3600, Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
 		Jobs:       []RoundJob{{ID: 0, Scale: 2, Attained: 10 * 3600, StepsLeft: 100, Priority: 1}, {ID: 1, Scale: 1, Attained: 10 * 3600, StepsLeft: 100, Priority: 1, Arrival: 100 * 3600}},
 		Throughput: []float64{2, 1, 2, 1}}
-	for _, c := range []struct {
+	type tiers struct {
 		guard          float64
 		upper0, upper1 bool
-	}{{0, false, false}, {40, true, true}, {49.9, true, true}, {50, true, false}, {149.9, true, false}, {150, false, false}} {
-		p := &TieredPackedPolicy{Weights: w, LogRatio: r, AgeGuardHours: c.guard}
-		if p.Tier(s, 0) != c.upper0 || p.Tier(s, 1) != c.upper1 {
-			t.Errorf("guard %v h: tiers %v %v, want %v %v", c.guard, p.Tier(s, 0), p.Tier(s, 1), c.upper0, c.upper1)
+	}
+	for _, g := range []struct {
+		field string
+		set   func(p *TieredPackedPolicy, h float64)
+		get   func(p *TieredPackedPolicy) float64
+		cases []tiers
+	}{
+		{"gang_guard_h", func(p *TieredPackedPolicy, h float64) { p.GangGuardHours = h }, func(p *TieredPackedPolicy) float64 { return p.GangGuardHours },
+			[]tiers{{0, false, false}, {40, true, false}, {100, true, false}, {149.9, true, false}, {150, false, false}, {1000, false, false}}},
+		{"age_guard_h", func(p *TieredPackedPolicy, h float64) { p.AgeGuardHours = h }, func(p *TieredPackedPolicy) float64 { return p.AgeGuardHours },
+			[]tiers{{0, false, false}, {40, true, true}, {49.9, true, true}, {50, true, false}, {149.9, true, false}, {150, false, false}}},
+	} {
+		for _, c := range g.cases {
+			p := &TieredPackedPolicy{Weights: w, LogRatio: r}
+			g.set(p, c.guard)
+			if p.Tier(s, 0) != c.upper0 || p.Tier(s, 1) != c.upper1 {
+				t.Errorf("%s %v: tiers %v %v, want %v %v", g.field, c.guard, p.Tier(s, 0), p.Tier(s, 1), c.upper0, c.upper1)
+			}
+			if IsClairvoyant(p) || p.Name() != "tiered_packed" {
+				t.Errorf("%s %v: clairvoyant %v, name %s", g.field, c.guard, IsClairvoyant(p), p.Name())
+			}
+			if err := p.Allocate(s, make([]float64, 4)); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if IsClairvoyant(p) || p.Name() != "tiered_packed" {
-			t.Errorf("guard %v h: clairvoyant %v, name %s", c.guard, IsClairvoyant(p), p.Name())
+		for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+			p := &TieredPackedPolicy{Weights: w}
+			g.set(p, bad)
+			if err := p.Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), g.field) {
+				t.Errorf("%s %v: %v", g.field, bad, err)
+			}
 		}
-		if err := p.Allocate(s, make([]float64, 4)); err != nil {
+		path := filepath.Join(t.TempDir(), "policy.json")
+		p := &TieredPackedPolicy{Weights: w, LogRatio: r}
+		g.set(p, 100)
+		if err := WriteTieredPolicy(path, p, nil); err != nil {
 			t.Fatal(err)
 		}
-	}
-	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
-		if err := (&TieredPackedPolicy{Weights: w, AgeGuardHours: bad}).Allocate(s, make([]float64, 4)); err == nil || !strings.Contains(err.Error(), "age_guard_h") {
-			t.Errorf("guard %v: %v", bad, err)
+		pol, err := AllocationPolicyByName(path)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	path := filepath.Join(t.TempDir(), "policy.json")
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, AgeGuardHours: 300}, nil); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := AllocationPolicyByName(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tp, ok := pol.(*TieredPackedPolicy); !ok || tp.AgeGuardHours != 300 || tp.GangGuardHours != 0 || IsClairvoyant(tp) {
-		t.Fatalf("read back %T %+v", pol, pol)
-	}
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, AgeGuardHours: -2}, nil); err == nil {
-		t.Error("guard -2 written")
+		if tp, ok := pol.(*TieredPackedPolicy); !ok || g.get(tp) != 100 || tp.GangGuardHours+tp.AgeGuardHours != 100 || IsClairvoyant(tp) {
+			t.Fatalf("%s: read back %T %+v", g.field, pol, pol)
+		}
+		g.set(p, -2)
+		if err := WriteTieredPolicy(path, p, nil); err == nil {
+			t.Errorf("%s -2 written", g.field)
+		}
 	}
 }
 
