@@ -60,8 +60,8 @@ type TieredPackedPolicy struct {
 	// leaves, and a gang needs that residue on several GPUs of one type
 	// at once: on the spot cluster's multi-GPU workload at full load the
 	// oldest gangs then run so slowly that the queue never drains. It is
-	// set by hand: that protocol, which trains the tiered policy, has no
-	// gangs.
+	// set by hand: Gavel's single-GPU protocol, which trains the tiered
+	// policy, has no gangs.
 	GangGuardHours float64
 	// AgeGuardHours, when positive, does the same for every job: past
 	// capacity the lower tier's max-min share shrinks as the queue grows,
