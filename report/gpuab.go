@@ -26,6 +26,7 @@ var gpuABMetrics = []struct {
 	{"utilisation", HigherBetter, func(m *GPUMetrics) float64 { return m.Utilisation }},
 	{"at_bound", LowerBetter, func(m *GPUMetrics) float64 { return b2f(m.AtBound) }},
 	{"floor_jct_h", Neutral, func(m *GPUMetrics) float64 { return m.FloorJCT }},
+	{"fluid_jct_h", Neutral, func(m *GPUMetrics) float64 { return deref(m.FluidJCT) }},
 	{"jobs_arrived", Neutral, func(m *GPUMetrics) float64 { return float64(m.Jobs) }},
 	{"moves", Neutral, func(m *GPUMetrics) float64 { return float64(m.Moves) }},
 	{"rounds", Neutral, func(m *GPUMetrics) float64 { return float64(m.Rounds) }},

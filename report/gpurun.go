@@ -2,6 +2,7 @@ package report
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -95,10 +96,14 @@ type GPUMetrics struct {
 	Measured  int     `json:"jobs_measured"`
 	// AvgJCT, P99JCT and MaxJCT are over the measured jobs; nil when the
 	// run stopped at the bound (AtBound) before they all finished.
-	AvgJCT      *float64 `json:"avg_jct_h"`
-	P99JCT      *float64 `json:"p99_jct_h"`
-	MaxJCT      *float64 `json:"max_jct_h"`
-	FloorJCT    float64  `json:"floor_jct_h"`
+	AvgJCT   *float64 `json:"avg_jct_h"`
+	P99JCT   *float64 `json:"p99_jct_h"`
+	MaxJCT   *float64 `json:"max_jct_h"`
+	FloorJCT float64  `json:"floor_jct_h"`
+	// FluidJCT is env.FluidBoundHours of the measured jobs at the rate: no
+	// policy that keeps up has a lower long-run average JCT. nil when the
+	// cluster cannot keep up with them under any allocation.
+	FluidJCT    *float64 `json:"fluid_jct_h"`
 	Utilisation float64  `json:"utilisation"`
 	AtBound     bool     `json:"at_bound"`
 	Rounds      int      `json:"rounds"`
@@ -179,6 +184,12 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 		Load: math.Round(p.loads[0]*1000) / 1000, Jobs: res.Jobs, Measured: rc.MeasureTo - rc.MeasureFrom,
 		FloorJCT: res.FloorHours, Utilisation: st.Utilisation, AtBound: res.Saturated, Rounds: res.Rounds,
 		Moves: res.Moves, SimHours: res.SimSeconds / 3600}
+	switch fb, err := sim.FluidBoundHours(rate); {
+	case err == nil:
+		m.FluidJCT = &fb
+	case !errors.Is(err, env.ErrOverCapacity):
+		return GPUMetrics{}, fmt.Errorf("%s at %.3f jobs/h seed %d: %w", sc.Name(), rate, cfg.Seed, err)
+	}
 	if !res.Saturated && len(res.JCT) > 0 {
 		avg, p99, most := res.AvgJCTHours, st.P99JCTHours, slices.Max(res.JCT)/3600
 		m.AvgJCT, m.P99JCT, m.MaxJCT = &avg, &p99, &most
@@ -242,8 +253,8 @@ func SimulateGPU(ctx context.Context, cfg GPURunConfig, policies []string, worke
 	return out, err
 }
 
-// WriteGPUTable writes one row per run: JCTs (hours), floor,
-// utilisation, rounds and moves; "bound" where a run stopped above
+// WriteGPUTable writes one row per run: JCTs (hours), floor, fluid
+// bound, utilisation, rounds and moves; "bound" where a run stopped above
 // capacity.
 func WriteGPUTable(w io.Writer, ms []GPUMetrics) error {
 	h := func(v *float64) string {
@@ -257,10 +268,14 @@ func WriteGPUTable(w io.Writer, ms []GPUMetrics) error {
 			ms[0].Scenario, ms[0].Rate, ms[0].Load, ms[0].Seed, ms[0].Measured)
 	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scheduler\tavg JCT h\tp99 JCT h\tmax JCT h\tfloor h\tGPU util %\tjobs\trounds\tmoves\t")
+	fmt.Fprintln(tw, "scheduler\tavg JCT h\tp99 JCT h\tmax JCT h\tfloor h\tfluid bound h\tGPU util %\tjobs\trounds\tmoves\t")
 	for _, m := range ms {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.1f\t%d\t%d\t%d\t\n", m.Scheduler, h(m.AvgJCT), h(m.P99JCT), h(m.MaxJCT),
-			m.FloorJCT, 100*m.Utilisation, m.Jobs, m.Rounds, m.Moves)
+		fluid := "over capacity"
+		if m.FluidJCT != nil {
+			fluid = strconv.FormatFloat(*m.FluidJCT, 'f', 2, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%s\t%.1f\t%d\t%d\t%d\t\n", m.Scheduler, h(m.AvgJCT), h(m.P99JCT), h(m.MaxJCT),
+			m.FloorJCT, fluid, 100*m.Utilisation, m.Jobs, m.Rounds, m.Moves)
 	}
 	return tw.Flush()
 }

@@ -49,6 +49,34 @@ func TestRunGPUMatchesHeadroom(t *testing.T) {
 	if m.AvgJCT == nil || *m.AvgJCT != *pts[0].AvgJCT || *m.P99JCT != *pts[0].P99JCT || m.FloorJCT != pts[0].FloorJCT || m.Utilisation != pts[0].Utilisation {
 		t.Fatalf("RunGPU %+v, headroom %+v", m, pts[0])
 	}
+	// The fluid bound is the measured jobs' (4000-4999 of the seed's
+	// stream), the same in both, between the floor and the policy's JCT.
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := env.ParseGPUClusterSpec("36:36:36", tab, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen, err := env.NewGavelGenerator(tab, env.GavelWorkloadConfig{Rate: 1.2, Multi: true, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []env.DLJob
+	for id := range 5000 {
+		if j := gen.Next(); id >= 4000 {
+			jobs = append(jobs, j)
+		}
+	}
+	want, err := env.FluidBoundHours(c, jobs, 1.2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.FluidJCT == nil || *m.FluidJCT != want || pts[0].FluidJCT == nil || *pts[0].FluidJCT != want ||
+		!(want >= m.FloorJCT && want <= *m.AvgJCT) {
+		t.Fatalf("fluid bound: RunGPU %v, headroom %v, want %v between the floor %v and the JCT %v", m.FluidJCT, pts[0].FluidJCT, want, m.FloorJCT, *m.AvgJCT)
+	}
 }
 
 // TestRunGPUReplayIdentical: the jobs a run drew, replayed as a list,

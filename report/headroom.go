@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -183,10 +184,15 @@ type HeadroomPoint struct {
 	Seeds     []uint64 `json:"seeds"`
 	// AvgJCT and P99JCT are means over the seeds that finished (hours);
 	// nil when every seed stopped at the bound.
-	AvgJCT         *float64 `json:"avg_jct_h"`
-	P99JCT         *float64 `json:"p99_jct_h"`
-	Utilisation    float64  `json:"utilisation"`
-	FloorJCT       float64  `json:"floor_jct_h"`
+	AvgJCT      *float64 `json:"avg_jct_h"`
+	P99JCT      *float64 `json:"p99_jct_h"`
+	Utilisation float64  `json:"utilisation"`
+	FloorJCT    float64  `json:"floor_jct_h"`
+	// FluidJCT is the mean over the seeds of env.FluidBoundHours of the
+	// measured jobs: a lower bound on any policy's long-run average JCT
+	// that counts each GPU type's capacity; nil when on some seed the
+	// cluster cannot keep up with the measured jobs under any allocation.
+	FluidJCT       *float64 `json:"fluid_jct_h,omitempty"`
 	SaturatedSeeds int      `json:"saturated_seeds"`
 	// Clairvoyant marks a bound: a policy that reads jobs' remaining work
 	// (env.IsClairvoyant, or the lookahead).
@@ -202,6 +208,7 @@ type HeadroomPoint struct {
 type headroomRun struct {
 	res   env.RoundResult
 	stats env.RunStats
+	fluid float64 // NaN: the cluster cannot keep up (env.ErrOverCapacity)
 }
 
 // prepared is a scenario resolved against the table.
@@ -303,7 +310,14 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 	if err != nil {
 		return headroomRun{}, fmt.Errorf("headroom %s %s at %.3f jobs/h seed %d: %w", p.sc.Name(), policy, rate, seed, err)
 	}
-	return headroomRun{res: res, stats: sim.Stats(res)}, nil
+	fluid, err := sim.FluidBoundHours(rate)
+	switch {
+	case errors.Is(err, env.ErrOverCapacity):
+		fluid = math.NaN()
+	case err != nil:
+		return headroomRun{}, fmt.Errorf("headroom %s at %.3f jobs/h seed %d: %w", p.sc.Name(), rate, seed, err)
+	}
+	return headroomRun{res: res, stats: sim.Stats(res), fluid: fluid}, nil
 }
 
 // roundConfig is the scenario's round-simulator configuration at rate:
@@ -440,8 +454,10 @@ func sortStableBy(idx []int, key func(int) float64) {
 func summarizeHeadroom(sc, pol string, rate, load float64, seeds []uint64, runs []headroomRun) HeadroomPoint {
 	p := HeadroomPoint{Scenario: sc, Scheduler: pol, Rate: rate, Load: math.Round(load*1000) / 1000, Seeds: seeds}
 	var avg, p99, slow, rho, unfair []float64
+	fluid := 0.0
 	for _, r := range runs {
 		p.FloorJCT += r.res.FloorHours / float64(len(runs))
+		fluid += r.fluid / float64(len(runs))
 		p.Utilisation += r.stats.Utilisation / float64(len(runs))
 		if r.res.Saturated {
 			p.SaturatedSeeds++
@@ -449,6 +465,9 @@ func summarizeHeadroom(sc, pol string, rate, load float64, seeds []uint64, runs 
 		}
 		avg, p99 = append(avg, r.res.AvgJCTHours), append(p99, r.stats.P99JCTHours)
 		slow, rho, unfair = append(slow, r.stats.MaxSlowdown), append(rho, r.stats.FTFMax), append(unfair, r.stats.FTFUnfair)
+	}
+	if !math.IsNaN(fluid) && len(runs) > 0 {
+		p.FluidJCT = &fluid
 	}
 	if len(avg) > 0 {
 		a, q, sl, rh, un := hMean(avg), hMean(p99), hMean(slow), hMean(rho), hMean(unfair)
@@ -494,6 +513,7 @@ func SustainableRate(pts []HeadroomPoint) float64 {
 type HeadroomGap struct {
 	Rate, Load         float64
 	Floor              float64
+	Fluid              float64 // the fluid bound (FluidJCT); NaN when unknown
 	Best               string  // best non-clairvoyant heuristic ("" if all hit the bound)
 	BestJCT            float64 // NaN when none finished
 	Bound              string  // best clairvoyant policy
@@ -514,8 +534,11 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 	nr := len(pts) / len(policies)
 	out := make([]HeadroomGap, nr)
 	for ri := range out {
-		g := HeadroomGap{Rate: pts[ri].Rate, Load: pts[ri].Load, Floor: pts[ri].FloorJCT, BestJCT: math.NaN(), BoundJCT: math.NaN(),
+		g := HeadroomGap{Rate: pts[ri].Rate, Load: pts[ri].Load, Floor: pts[ri].FloorJCT, Fluid: math.NaN(), BestJCT: math.NaN(), BoundJCT: math.NaN(),
 			LearnedJCT: math.NaN(), Closed: math.NaN()}
+		if f := pts[ri].FluidJCT; f != nil {
+			g.Fluid = *f
+		}
 		floorSet := false
 		for pi, pol := range policies {
 			p := pts[pi*nr+ri]
@@ -524,6 +547,10 @@ func HeadroomGaps(policies []string, pts []HeadroomPoint) []HeadroomGap {
 			}
 			if !floorSet { // a run stopped at the bound saw fewer measured jobs
 				g.Floor, floorSet = p.FloorJCT, true
+				g.Fluid = math.NaN()
+				if p.FluidJCT != nil {
+					g.Fluid = *p.FluidJCT
+				}
 			}
 			v := *p.AvgJCT
 			switch {
@@ -577,7 +604,7 @@ func fnum(v float64) string {
 // gaps; then each policy's sustainable rate.
 func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) error {
 	var b strings.Builder
-	head := append([]string{"rate (jobs/h)", "load", "floor"}, policies...)
+	head := append([]string{"rate (jobs/h)", "load", "floor", "fluid bound"}, policies...)
 	head = append(head, "best heuristic", "best bound", "gap to floor", "gap to bound")
 	nr := len(pts) / len(policies)
 	withLearned := false
@@ -590,7 +617,7 @@ func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) err
 	fmt.Fprintf(&b, "| %s |\n|%s\n", strings.Join(head, " | "), strings.Repeat("---:|", len(head)))
 	gaps := HeadroomGaps(policies, pts)
 	for ri, g := range gaps {
-		row := []string{strconv.FormatFloat(g.Rate, 'f', -1, 64), fmt.Sprintf("%.2f", g.Load), fmt.Sprintf("%.2f", g.Floor)}
+		row := []string{strconv.FormatFloat(g.Rate, 'f', -1, 64), fmt.Sprintf("%.2f", g.Load), fmt.Sprintf("%.2f", g.Floor), fnum(g.Fluid)}
 		for pi := range policies {
 			row = append(row, hCell(pts[pi*nr+ri]))
 		}
@@ -614,7 +641,7 @@ func WriteHeadroomTable(w io.Writer, policies []string, pts []HeadroomPoint) err
 		}
 		fmt.Fprintf(&b, "| %s |\n", strings.Join(row, " | "))
 	}
-	row := []string{"sustainable rate (JCT ≤ 1.5× floor)", "", ""}
+	row := []string{"sustainable rate (JCT ≤ 1.5× floor)", "", "", ""}
 	for pi := range policies {
 		row = append(row, strconv.FormatFloat(SustainableRate(pts[pi*nr:(pi+1)*nr]), 'f', -1, 64))
 	}

@@ -28,6 +28,14 @@ func TestHeadroomGapsAndSustainableRate(t *testing.T) {
 		hp("srtf_oracle", 1, 10, 11, 0), hp("srtf_oracle", 2, 10, 12, 0), hp("srtf_oracle", 3, 10, 20, 0),
 		hp(LookaheadPolicy, 1, 10, 11.5, 0), hp(LookaheadPolicy, 2, 10, 11, 0), hp(LookaheadPolicy, 3, 10, nan, 1),
 	}
+	// The fluid bound at rate 2 is known (10.5 h); at rate 1 one seed was
+	// over capacity.
+	for i := range pts {
+		if pts[i].Rate == 2 {
+			f := 10.5
+			pts[i].FluidJCT = &f
+		}
+	}
 	g := HeadroomGaps(pols, pts)
 	want := []HeadroomGap{
 		{Rate: 1, Best: "fifo", BestJCT: 12, Bound: "srtf_oracle", BoundJCT: 11, GapFloor: 2, GapBound: 1},
@@ -35,6 +43,9 @@ func TestHeadroomGapsAndSustainableRate(t *testing.T) {
 		{Rate: 3, Best: "gandiva", BestJCT: 40, Bound: "srtf_oracle", BoundJCT: 20, GapFloor: 30, GapBound: 20},
 	}
 	for i, w := range want {
+		if wf := map[float64]float64{2: 10.5}[w.Rate]; (wf == 0) != math.IsNaN(g[i].Fluid) || wf != 0 && g[i].Fluid != wf {
+			t.Errorf("rate %v: fluid bound %v", w.Rate, g[i].Fluid)
+		}
 		if g[i].Best != w.Best || g[i].BestJCT != w.BestJCT || g[i].Bound != w.Bound || g[i].BoundJCT != w.BoundJCT ||
 			g[i].GapFloor != w.GapFloor || g[i].GapBound != w.GapBound {
 			t.Errorf("rate %v: %+v, want %+v", w.Rate, g[i], w)
@@ -51,7 +62,7 @@ func TestHeadroomGapsAndSustainableRate(t *testing.T) {
 	if err := WriteHeadroomTable(&b, pols, pts); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"| 2 | 0.50 | 10.00 | 16.00 / 32.0 / 0% |", "gandiva 14.00 | lookahead 11.00 | 4.00 | 3.00 |", "bound (0%)"} {
+	for _, s := range []string{"| 2 | 0.50 | 10.00 | 10.50 | 16.00 / 32.0 / 0% |", "| 1 | 0.25 | 10.00 | - | 12.00", "gandiva 14.00 | lookahead 11.00 | 4.00 | 3.00 |", "bound (0%)"} {
 		if !strings.Contains(b.String(), s) {
 			t.Errorf("table lacks %q:\n%s", s, b.String())
 		}
@@ -140,6 +151,14 @@ func TestHeadroomGapClosed(t *testing.T) {
 	}
 	sl, rho, un := 40.0, 3.5, 0.25
 	pts[2].MaxSlowdown, pts[2].FTFMax, pts[2].FTFUnfair = &sl, &rho, &un
+	// The fluid bound at rate 2 is known (10.5 h); at rate 1 one seed was
+	// over capacity.
+	for i := range pts {
+		if pts[i].Rate == 2 {
+			f := 10.5
+			pts[i].FluidJCT = &f
+		}
+	}
 	g := HeadroomGaps(pols, pts)
 	// Rate 1: gap 14 − 12 = 2, closed (14 − 13) / 2; rate 2: gap 10,
 	// learned 1 h worse than fifo.
