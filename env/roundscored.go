@@ -301,7 +301,7 @@ func loadScoredPolicyFile(path string) (AllocationPolicy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("allocation policy file: %w", err)
 	}
-	if policyFileKind(b) == TieredPolicyKind {
+	if PolicyFileKind(b) == TieredPolicyKind {
 		t, err := ParseTieredPolicy(b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -311,9 +311,9 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// policyFileKind returns a policy file's kind field ("" if it has none or
+// PolicyFileKind returns a policy file's kind field ("" if it has none or
 // is not a JSON object).
-func policyFileKind(data []byte) string {
+func PolicyFileKind(data []byte) string {
 	var k struct {
 		Kind string `json:"kind"`
 	}

@@ -22,11 +22,13 @@ import (
 // always gets the same answer.
 //
 // The policy may also name a learned allocation policy the operator loaded
-// (allocpolicies.go: a scored policy file, tegrl serve --allocation-policy
-// NAME=FILE, or PUT /v1/allocation-policies/NAME). A learned policy reads
-// where each job ran last round (features same_type and running): the
-// client keeps that history and sends it as each job's prev_type, and the
-// answer names the version that served by its file's SHA-256.
+// (allocpolicies.go: a scored or tiered policy file, tegrl serve
+// --allocation-policy NAME=FILE, or PUT /v1/allocation-policies/NAME). A
+// scored policy reads where each job ran last round (features same_type
+// and running): the client keeps that history and sends it as each job's
+// prev_type, and the answer names the version that served by its file's
+// SHA-256. Policies that space-share GPUs (Gandiva, the packed LPs, tiered
+// files) also answer pairs of jobs.
 
 // Limits of an allocation request.
 const (
@@ -83,14 +85,26 @@ type AllocateShare struct {
 	Fraction float64 `json:"fraction"`
 }
 
+// AllocatePair is the share of time two jobs of the same gang size should
+// run together on the same GPUs of one type (space sharing, as Gandiva and
+// the packed policies do).
+type AllocatePair struct {
+	Jobs     [2]int  `json:"jobs"` // job IDs, the lower first
+	Type     string  `json:"type"`
+	Fraction float64 `json:"fraction"`
+}
+
 // AllocateResponse is the answer: the positive shares, jobs in request
-// order, types in request order.
+// order, types in request order, then the pairs of a policy that
+// space-shares GPUs. A job's shares and the pairs it is in add up to at
+// most 1; a pair uses its gang size's GPUs once.
 type AllocateResponse struct {
 	Policy string `json:"policy"`
 	// SHA256 is the learned policy version that served (its file's
 	// SHA-256); empty for a built-in policy.
 	SHA256     string          `json:"sha256,omitempty"`
 	Allocation []AllocateShare `json:"allocation"`
+	Pairs      []AllocatePair  `json:"pairs,omitempty"`
 }
 
 // state validates req against the table and builds the policy's input.
@@ -199,11 +213,11 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 		if err != nil {
 			return nil, err
 		}
-		x, err := allocateLearned(lp, st, req.previous(st))
+		x, pairs, err := allocateLearned(lp, st, req.previous(st))
 		if err != nil {
 			return nil, err
 		}
-		resp = shares(req.Policy, st, x)
+		resp = shares(req.Policy, st, x, pairs)
 		resp.SHA256 = lp.sha256
 		return resp, nil
 	}
@@ -228,23 +242,34 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 	}
 	nt := len(st.Types)
 	x := make([]float64, len(st.Jobs)*nt)
+	var pairs []env.RoundPair
 	if len(st.Jobs) > 0 {
 		if err := pol.Allocate(st, x); err != nil {
 			return nil, fmt.Errorf("policy %s: %w", req.Policy, err)
 		}
+		if pp, ok := pol.(env.PackingPolicy); ok {
+			pairs = pp.Pairs(st)
+		}
 	}
-	return shares(req.Policy, st, x), nil
+	return shares(req.Policy, st, x, pairs), nil
 }
 
-// shares is the answer of policy's allocation x of st: its positive
-// shares.
-func shares(policy string, st *env.RoundState, x []float64) *AllocateResponse {
+// shares is the answer of policy's allocation x of st and its pairs: the
+// positive shares.
+func shares(policy string, st *env.RoundState, x []float64, pairs []env.RoundPair) *AllocateResponse {
 	nt := len(st.Types)
 	resp := &AllocateResponse{Policy: policy, Allocation: []AllocateShare{}}
 	for i, j := range st.Jobs {
 		for t, name := range st.Types {
 			if v := x[i*nt+t]; v > 0 {
 				resp.Allocation = append(resp.Allocation, AllocateShare{Job: j.ID, Type: name, Fraction: v})
+			}
+		}
+	}
+	for _, p := range pairs {
+		for t, v := range p.X {
+			if v > 0 {
+				resp.Pairs = append(resp.Pairs, AllocatePair{Jobs: [2]int{min(p.A, p.B), max(p.A, p.B)}, Type: st.Types[t], Fraction: v})
 			}
 		}
 	}

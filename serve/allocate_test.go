@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"slices"
@@ -88,9 +89,115 @@ func TestAllocateHTTP(t *testing.T) {
 	}
 }
 
+// packedReq: eight single-GPU jobs of four models on two V100s, a P100
+// and a K80, arrived over two hours: more jobs than GPUs, so the packed
+// policies pair some of them.
+func packedReq(policy string) AllocateRequest {
+	req := AllocateRequest{Policy: policy, Seed: 3, TimeS: 7200, GPUs: []AllocateGPU{{"v100", 2}, {"p100", 1}, {"k80", 1}}}
+	models := []string{"ResNet-18 (batch size 16)", "Transformer (batch size 16)", "ResNet-50 (batch size 16)", "LM (batch size 5)"}
+	for i := range 8 {
+		req.Jobs = append(req.Jobs, AllocateJob{ID: 10 + i, Model: models[i%4], Scale: 1, ArrivalS: float64(900 * i),
+			StepsTotal: 5000, StepsLeft: 5000 - float64(500*(8-i)), AttainedGPUS: float64(300 * (8 - i))})
+	}
+	return req
+}
+
+// responseCheck tells whether resp is a valid answer to req: shares and
+// pairs as checkAllocation requires.
+func responseCheck(req *AllocateRequest, resp *AllocateResponse) error {
+	nt := len(req.GPUs)
+	st := &env.RoundState{}
+	x := make([]float64, len(req.Jobs)*nt)
+	index := map[int]int{}
+	typ := map[string]int{}
+	for t, g := range req.GPUs {
+		st.Types, st.Capacity, typ[g.Type] = append(st.Types, g.Type), append(st.Capacity, g.Count), t
+	}
+	for i, j := range req.Jobs {
+		st.Jobs, index[j.ID] = append(st.Jobs, env.RoundJob{ID: j.ID, Scale: j.Scale}), i
+	}
+	for _, a := range resp.Allocation {
+		if !(a.Fraction > 0) {
+			return fmt.Errorf("share %v", a)
+		}
+		x[index[a.Job]*nt+typ[a.Type]] += a.Fraction
+	}
+	var pairs []env.RoundPair
+	for _, p := range resp.Pairs {
+		if !(p.Fraction > 0) || p.Jobs[0] >= p.Jobs[1] {
+			return fmt.Errorf("pair %v", p)
+		}
+		row := make([]float64, nt)
+		row[typ[p.Type]] = p.Fraction
+		pairs = append(pairs, env.RoundPair{A: p.Jobs[0], B: p.Jobs[1], X: row})
+	}
+	return checkAllocation(st, x, pairs)
+}
+
+// TestAllocatePairs: the policies that space-share GPUs answer their
+// pairs: Gandiva runs every job in a pair, max_min_fairness_packed pairs
+// some; each answer is a valid allocation, and the pairs are the
+// policy's own.
+func TestAllocatePairs(t *testing.T) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"gandiva", "max_min_fairness_packed"} {
+		req := packedReq(name)
+		resp, err := Allocate(tab, &req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Pairs) == 0 {
+			t.Fatalf("%s: no pairs: %+v", name, resp)
+		}
+		if err := responseCheck(&req, resp); err != nil {
+			t.Fatalf("%s: %v: %+v", name, err, resp)
+		}
+		st, err := req.state(tab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := env.AllocationPolicyByName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp, ok := pol.(env.SeededPolicy); ok {
+			sp.Seed(req.Seed)
+		}
+		if err := pol.Allocate(st, make([]float64, len(st.Jobs)*len(st.Types))); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, p := range pol.(env.PackingPolicy).Pairs(st) {
+			for tt, v := range p.X {
+				if v > 0 {
+					if want := (AllocatePair{[2]int{p.A, p.B}, st.Types[tt], v}); resp.Pairs[n] != want {
+						t.Fatalf("%s: pair %d %+v, want %+v", name, n, resp.Pairs[n], want)
+					}
+					n++
+				}
+			}
+		}
+		if n != len(resp.Pairs) {
+			t.Fatalf("%s: %d pairs, the policy has %d", name, len(resp.Pairs), n)
+		}
+	}
+	// A policy that does not pack answers no pairs (and no "pairs" key).
+	req := packedReq("max_min_fairness_perf")
+	resp, err := Allocate(tab, &req)
+	if err != nil || resp.Pairs != nil {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if b, _ := json.Marshal(resp); strings.Contains(string(b), "pairs") {
+		t.Fatalf("%s", b)
+	}
+}
+
 // FuzzAllocate: every request is refused or answered with a valid
-// allocation, by the built-in policies and by a loaded learned policy
-// ("gavel", with prev_type).
+// allocation, by the built-in policies and by loaded learned policies
+// ("gavel", a scored policy with prev_type; "tail", a tiered one).
 func FuzzAllocate(f *testing.F) {
 	b, _ := json.Marshal(allocReq())
 	f.Add(b)
@@ -101,11 +208,16 @@ func FuzzAllocate(f *testing.F) {
 	f.Add([]byte(`{"policy":"gavel","time_s":9,"gpus":[{"type":"p100","count":2}],"jobs":[{"id":4,"model":"ResNet-18 (batch size 16)","scale":2,"steps_total":1,"steps_left":1,"prev_type":"v100"}]}`))
 	f.Add([]byte(`{"policy":"tiresias","gpus":[{"type":"k80","count":4}],"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":4,"steps_total":1,"steps_left":1}]}`))
 	f.Add([]byte(`{"policy":"max_min_fairness_perf","time_s":5,"gpus":[{"type":"v100","count":2},{"type":"k80","count":0}],"jobs":[]}`))
+	for _, pol := range []string{"tail", "gandiva", "max_min_fairness_packed"} {
+		b, _ = json.Marshal(packedReq(pol))
+		f.Add(b)
+	}
 	tab, err := env.GavelThroughputTable()
 	if err != nil {
 		f.Fatal(err)
 	}
-	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json"}, nil, prometheus.NewRegistry())
+	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json",
+		"tail": "../docs/policies/gavel-single-tiered-tail.json"}, nil, prometheus.NewRegistry())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -121,33 +233,14 @@ func FuzzAllocate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if (resp.SHA256 != "") != (req.Policy == "gavel") {
+		if (resp.SHA256 != "") != (req.Policy == "gavel" || req.Policy == "tail") {
 			t.Fatalf("policy %s answered with version %q", req.Policy, resp.SHA256)
 		}
-		// Every answer is a valid allocation: shares in (0, 1], rows at
-		// most 1, whole gangs within each type's capacity.
-		row := map[int]float64{}
-		use := map[string]float64{}
-		scale := map[int]int{}
-		for _, j := range req.Jobs {
-			scale[j.ID] = j.Scale
-		}
-		for _, a := range resp.Allocation {
-			if !(a.Fraction > 0 && a.Fraction <= 1+1e-9) {
-				t.Fatalf("share %v", a)
-			}
-			row[a.Job] += a.Fraction
-			use[a.Type] += a.Fraction * float64(scale[a.Job])
-		}
-		for j, v := range row {
-			if v > 1+1e-6 {
-				t.Fatalf("job %d gets %v of the time", j, v)
-			}
-		}
-		for _, g := range req.GPUs {
-			if use[g.Type] > float64(g.Count)+1e-6 {
-				t.Fatalf("type %s: %v GPUs used of %d", g.Type, use[g.Type], g.Count)
-			}
+		// Every answer is a valid allocation: shares in (0, 1], each
+		// job's shares and pairs at most 1, pairs of one gang size, whole
+		// gangs within each type's capacity.
+		if err := responseCheck(&req, resp); err != nil {
+			t.Fatalf("%v: %+v", err, resp)
 		}
 	})
 }

@@ -20,13 +20,14 @@ import (
 	"github.com/tegrl/tegrl/env"
 )
 
-// Learned allocation policies: scored policy files (env.ScoredPolicy) an
-// operator loads at start (Config.AllocationPolicies) or an admin puts
-// (PUT /v1/allocation-policies/{name}), served by POST /v1/allocate under
-// their name. The service keeps only the validated weights: every request
-// builds a fresh env.ScoredPolicy from them, with the previous round's
-// types the request carries (AllocateJob.PrevType), so requests share no
-// mutable state. A new version replaces the map of policies as a whole
+// Learned allocation policies: scored policy files (env.ScoredPolicy) and
+// tiered policy files (env.TieredPackedPolicy) an operator loads at start
+// (Config.AllocationPolicies) or an admin puts (PUT
+// /v1/allocation-policies/{name}), served by POST /v1/allocate under their
+// name. The service keeps only the validated parameters: every request
+// gets a policy of them that no other request holds, a scored one with
+// the previous round's types the request carries (AllocateJob.PrevType),
+// so requests share no mutable state. A new version replaces the map of policies as a whole
 // (copy on write behind an atomic pointer): a request sees one version or
 // the other, never a mix.
 
@@ -41,7 +42,7 @@ var allocPolicyName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,62}$`)
 // tegrl_serve_allocation_policy_loads_total).
 const (
 	reasonAllocName        = "name"        // not a valid or free name
-	reasonAllocParse       = "parse"       // not a scored policy file of this build, or a weight not finite
+	reasonAllocParse       = "parse"       // not a scored or tiered policy file of this build, or a weight not finite
 	reasonAllocClairvoyant = "clairvoyant" // reads the jobs' remaining steps
 	reasonAllocSmoke       = "smoke"       // the canary allocation failed
 	reasonAllocRead        = "read"        // the file could not be read
@@ -52,25 +53,41 @@ type learnedPolicy struct {
 	name     string
 	weights  []float64 // never written after validation
 	exchange bool      // env.ScoredPolicy.Exchange
+	// tiered holds a tiered policy's parameters (never allocates); nil
+	// for a scored policy.
+	tiered   *env.TieredPackedPolicy
 	sha256   string
 	source   string // "file:PATH" or "admin"
 	loadedAt time.Time
-	// idle holds scored policies of these weights between requests, so
-	// that a request reuses grown buffers; one request holds one at a
-	// time, and SetPrevious replaces all the history it kept.
+	// idle holds policies of these parameters between requests, so that
+	// a request reuses grown buffers; one request holds one at a time. A
+	// scored policy's SetPrevious replaces all the history it kept; a
+	// tiered policy keeps none from one allocation to the next.
 	idle sync.Pool
 }
 
-// policy is a scored policy of these weights that no other request holds;
+// kind is "tiered" or "scored".
+func (lp *learnedPolicy) kind() string {
+	if lp.tiered != nil {
+		return "tiered"
+	}
+	return "scored"
+}
+
+// policy is a policy of these parameters that no other request holds;
 // release gives it back.
-func (lp *learnedPolicy) policy() *env.ScoredPolicy {
-	if p, ok := lp.idle.Get().(*env.ScoredPolicy); ok {
+func (lp *learnedPolicy) policy() env.AllocationPolicy {
+	if p, ok := lp.idle.Get().(env.AllocationPolicy); ok {
 		return p
+	}
+	if t := lp.tiered; t != nil {
+		return &env.TieredPackedPolicy{Weights: slices.Clone(lp.weights), LogRatio: t.LogRatio, LoadSlope: t.LoadSlope,
+			GangGuardHours: t.GangGuardHours, AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit}
 	}
 	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights), Exchange: lp.exchange}
 }
 
-func (lp *learnedPolicy) release(p *env.ScoredPolicy) { lp.idle.Put(p) }
+func (lp *learnedPolicy) release(p env.AllocationPolicy) { lp.idle.Put(p) }
 
 // allocPolicies is the registry of learned allocation policies.
 type allocPolicies struct {
@@ -153,26 +170,38 @@ func checkAllocPolicyName(name string) error {
 	return nil
 }
 
+// errClairvoyant refuses a policy that reads the jobs' remaining steps.
+var errClairvoyant = errors.New("clairvoyant policy (it reads the jobs' remaining steps): a bound to measure against, not a deployable policy")
+
 // validateLearned checks a policy file as every version must pass before
-// it serves: a scored policy file of this build's features with finite
-// weights, not clairvoyant (it reads the jobs' remaining steps: a bound,
-// not a deployable policy), whose allocation of the canary round is
-// valid.
+// it serves: a scored or tiered policy file of this build's features with
+// finite parameters, not clairvoyant (it reads the jobs' remaining steps:
+// a bound, not a deployable policy), whose allocation of the canary round
+// is valid.
 func validateLearned(name, source string, data []byte) (*learnedPolicy, *refusal) {
-	if _, err := env.ParseTieredPolicy(data); err == nil {
-		return nil, &refusal{reasonAllocParse, errors.New("tiered policy: it space-shares GPUs between pairs of jobs through Gavel's packed LP, which an allocation per job cannot express; serve an unpacked scored policy")}
+	lp := &learnedPolicy{name: name, source: source, loadedAt: time.Now().UTC()}
+	if env.PolicyFileKind(data) == env.TieredPolicyKind {
+		p, err := env.ParseTieredPolicy(data)
+		if err != nil {
+			return nil, &refusal{reasonAllocParse, err}
+		}
+		if p.IsClairvoyant() {
+			return nil, &refusal{reasonAllocClairvoyant, errClairvoyant}
+		}
+		lp.weights, lp.tiered = slices.Clone(p.Weights), p
+	} else {
+		p, err := env.ParseScoredPolicy(data)
+		if err != nil {
+			return nil, &refusal{reasonAllocParse, err}
+		}
+		if p.Pack {
+			return nil, &refusal{reasonAllocParse, errors.New("packed scored policy (pack: true): it pairs each job with the partner it had last round, which a request does not carry; serve the unpacked policy or a tiered one")}
+		}
+		if p.Clairvoyant {
+			return nil, &refusal{reasonAllocClairvoyant, errClairvoyant}
+		}
+		lp.weights, lp.exchange = slices.Clone(p.Weights), p.Exchange
 	}
-	p, err := env.ParseScoredPolicy(data)
-	if err != nil {
-		return nil, &refusal{reasonAllocParse, err}
-	}
-	if p.Pack {
-		return nil, &refusal{reasonAllocParse, errors.New("packed policy (pack: true): it space-shares GPUs between pairs of jobs, which an allocation per job cannot express; serve the unpacked policy")}
-	}
-	if p.Clairvoyant {
-		return nil, &refusal{reasonAllocClairvoyant, errors.New("clairvoyant policy (it reads the jobs' remaining steps): a bound to measure against, not a deployable policy")}
-	}
-	lp := &learnedPolicy{name: name, weights: slices.Clone(p.Weights), exchange: p.Exchange, source: source, loadedAt: time.Now().UTC()}
 	sum := sha256.Sum256(data)
 	lp.sha256 = hex.EncodeToString(sum[:])
 	if err := smokeLearned(lp); err != nil {
@@ -207,55 +236,84 @@ func smokeLearned(lp *learnedPolicy) error {
 	if err != nil {
 		return fmt.Errorf("canary round: %w", err)
 	}
-	x, err := allocateLearned(lp, st, req.previous(st))
+	x, pairs, err := allocateLearned(lp, st, req.previous(st))
 	if err != nil {
 		return err
 	}
-	return checkAllocation(st, x)
+	return checkAllocation(st, x, pairs)
 }
 
-// allocateLearned runs a fresh scored policy of lp on st with the
-// previous round's types; a panic is an error of this call.
-func allocateLearned(lp *learnedPolicy, st *env.RoundState, prev map[int]int) (x []float64, err error) {
+// allocateLearned runs a policy of lp that no other request holds on st,
+// a scored one with the previous round's types; a panic is an error of
+// this call. The pairs are copies: the policy's own are reused by the
+// next request.
+func allocateLearned(lp *learnedPolicy, st *env.RoundState, prev map[int]int) (x []float64, pairs []env.RoundPair, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			x, err = nil, fmt.Errorf("policy %s failed: %v", lp.name, p)
+			x, pairs, err = nil, nil, fmt.Errorf("policy %s failed: %v", lp.name, p)
 		}
 	}()
 	pol := lp.policy()
-	pol.SetPrevious(prev)
+	if sp, ok := pol.(*env.ScoredPolicy); ok {
+		sp.SetPrevious(prev)
+	}
 	x = make([]float64, len(st.Jobs)*len(st.Types))
 	if len(st.Jobs) > 0 {
 		if err := pol.Allocate(st, x); err != nil {
 			lp.release(pol)
-			return nil, fmt.Errorf("policy %s: %w", lp.name, err)
+			return nil, nil, fmt.Errorf("policy %s: %w", lp.name, err)
+		}
+		if pp, ok := pol.(env.PackingPolicy); ok {
+			for _, p := range pp.Pairs(st) {
+				pairs = append(pairs, env.RoundPair{A: p.A, B: p.B, X: slices.Clone(p.X)})
+			}
 		}
 	}
 	lp.release(pol) // not reached after a panic: that policy is dropped
-	return x, nil
+	return x, pairs, nil
 }
 
-// checkAllocation tells whether x is a valid allocation of st: shares in
-// [0, 1], each job's at most 1 in all, whole gangs within each type's
-// capacity.
-func checkAllocation(st *env.RoundState, x []float64) error {
+// checkAllocation tells whether x and pairs are a valid allocation of
+// st: shares in [0, 1], each job's shares and pairs at most 1 in all, a
+// pair two distinct jobs of one gang size, whole gangs (a pair's once)
+// within each type's capacity.
+func checkAllocation(st *env.RoundState, x []float64, pairs []env.RoundPair) error {
 	nt := len(st.Types)
 	if len(x) != len(st.Jobs)*nt {
 		return fmt.Errorf("allocation of %d shares for %d jobs and %d types", len(x), len(st.Jobs), nt)
 	}
 	use := make([]float64, nt)
+	row := make(map[int]float64, len(st.Jobs))
+	scale := make(map[int]int, len(st.Jobs))
 	for i, j := range st.Jobs {
-		row := 0.0
+		scale[j.ID] = j.Scale
 		for t := range nt {
 			v := x[i*nt+t]
 			if !(v >= 0 && v <= 1) {
 				return fmt.Errorf("job %d: share %v on %s", j.ID, v, st.Types[t])
 			}
-			row += v
+			row[j.ID] += v
 			use[t] += v * float64(j.Scale)
 		}
-		if row > 1+1e-9 {
-			return fmt.Errorf("job %d: %v of the time", j.ID, row)
+	}
+	for _, p := range pairs {
+		sa, okA := scale[p.A]
+		sb, okB := scale[p.B]
+		if !okA || !okB || p.A == p.B || sa != sb || len(p.X) != nt {
+			return fmt.Errorf("pair of jobs %d and %d: not two jobs of this round of one gang size on its %d types", p.A, p.B, nt)
+		}
+		for t, v := range p.X {
+			if !(v >= 0 && v <= 1) {
+				return fmt.Errorf("pair of jobs %d and %d: share %v on %s", p.A, p.B, v, st.Types[t])
+			}
+			row[p.A] += v
+			row[p.B] += v
+			use[t] += v * float64(sa)
+		}
+	}
+	for id, v := range row {
+		if v > 1+1e-9 {
+			return fmt.Errorf("job %d: %v of the time", id, v)
 		}
 	}
 	for t, u := range use {
@@ -323,13 +381,18 @@ type AllocationPolicy struct {
 	Name   string `json:"name"`
 	SHA256 string `json:"sha256"`
 	// Source is "file:PATH" (loaded at start) or "admin" (PUT).
-	Source   string    `json:"source"`
+	Source string `json:"source"`
+	// Kind is "scored" (env.ScoredPolicy) or "tiered"
+	// (env.TieredPackedPolicy: its answers have pairs).
+	Kind     string    `json:"kind"`
 	Features []string  `json:"features"`
 	Weights  []float64 `json:"weights"`
 	// Exchange tells that the policy swaps equal-size gangs between GPU
 	// types after scoring (env.ScoredPolicy.Exchange).
-	Exchange bool      `json:"exchange,omitempty"`
-	LoadedAt time.Time `json:"loaded_at"`
+	Exchange bool `json:"exchange,omitempty"`
+	// Tiered holds a tiered policy's other parameters.
+	Tiered   *TieredParams `json:"tiered,omitempty"`
+	LoadedAt time.Time     `json:"loaded_at"`
 	// Replaced is the SHA-256 of the version a PUT replaced, if any.
 	Replaced string `json:"replaced_sha256,omitempty"`
 }
@@ -339,9 +402,25 @@ type AllocationPoliciesResponse struct {
 	Policies []AllocationPolicy `json:"policies"`
 }
 
+// TieredParams are a tiered policy file's parameters besides its
+// weights, under the file's names.
+type TieredParams struct {
+	LogPriorityRatio  float64 `json:"log_priority_ratio"`
+	LogRatioLoadSlope float64 `json:"log_ratio_load_slope"`
+	GangGuardHours    float64 `json:"gang_guard_h"`
+	AgeGuardHours     float64 `json:"age_guard_h"`
+	TieDeficit        float64 `json:"tie_deficit_weight"`
+}
+
 func (lp *learnedPolicy) describe() AllocationPolicy {
-	return AllocationPolicy{Name: lp.name, SHA256: lp.sha256, Source: lp.source, Features: env.ScoredFeatureNames(false),
+	d := AllocationPolicy{Name: lp.name, SHA256: lp.sha256, Source: lp.source, Kind: lp.kind(), Features: env.ScoredFeatureNames(false),
 		Weights: slices.Clone(lp.weights), Exchange: lp.exchange, LoadedAt: lp.loadedAt}
+	if t := lp.tiered; t != nil {
+		d.Features = env.TieredFeatureNames(false)
+		d.Tiered = &TieredParams{LogPriorityRatio: t.LogRatio, LogRatioLoadSlope: t.LoadSlope, GangGuardHours: t.GangGuardHours,
+			AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit}
+	}
+	return d
 }
 
 // AllocationPolicies lists the learned allocation policies, by name.

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -210,6 +211,11 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	capped, err := os.ReadFile("../docs/policies/gavel-single-tiered-cap4.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tiered := `{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`
 	bad := map[string]string{
 		"json":        `{"kind":`,
 		"nan":         strings.Replace(string(good), "1,", "NaN,", 1),
@@ -218,7 +224,9 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 		"kind":        strings.Replace(string(good), env.ScoredPolicyKind, "x", 1),
 		"clairvoyant": string(clair),
 		"packed":      strings.Replace(string(good), `"weights"`, `"pack": true, "weights"`, 1),
-		"tiered":      `{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"log_priority_ratio":1.39}`,
+		"tiered nan":  strings.Replace(tiered, "0.69", "NaN", 1),
+		"tiered big":  strings.Replace(tiered, "1.39", "11", 1),
+		"tiered cap":  string(capped),
 		"large":       strings.Repeat(" ", maxAllocPolicyBytes+1),
 	}
 	for what, body := range bad {
@@ -226,10 +234,10 @@ func TestAllocPolicyPutRefusals(t *testing.T) {
 		if want := http.StatusUnprocessableEntity; code != want && (what != "large" || code != http.StatusRequestEntityTooLarge) {
 			t.Errorf("%s: %d %s", what, code, b)
 		}
-		if what == "clairvoyant" && !strings.Contains(string(b), "clairvoyant") {
-			t.Errorf("clairvoyant: %s", b)
+		if (what == "clairvoyant" || what == "tiered cap") && !strings.Contains(string(b), `"reason":"clairvoyant"`) {
+			t.Errorf("%s: %s", what, b)
 		}
-		if (what == "packed" || what == "tiered") && !strings.Contains(string(b), "space-shares GPUs") {
+		if what == "packed" && !strings.Contains(string(b), "partner it had last round") {
 			t.Errorf("%s: %s", what, b)
 		}
 	}
@@ -482,5 +490,84 @@ func BenchmarkAllocate(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+const tailFile = "../docs/policies/gavel-single-tiered-tail.json"
+
+// tieredWant is env.TieredPackedPolicy's answer, parsed from the tail
+// file, to req: shares and pairs as the API lists them.
+func tieredWant(t *testing.T, req AllocateRequest) AllocateResponse {
+	t.Helper()
+	b, err := os.ReadFile(tailFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := env.ParseTieredPolicy(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := req.state(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, len(st.Jobs)*len(st.Types))
+	if err := pol.Allocate(st, x); err != nil {
+		t.Fatal(err)
+	}
+	return *shares(req.Policy, st, x, pol.Pairs(st))
+}
+
+// TestAllocTiered: a tiered policy file serves exactly env's allocation
+// and pairs on the same round, names its version, lists as kind tiered
+// with its parameters, and keeps nothing from one request to the next:
+// answers alone, repeated, and under concurrent requests of other rounds
+// are the same.
+func TestAllocTiered(t *testing.T) {
+	s := newTestService(t, Config{ReadToken: "r", AdminToken: "a", AllocationPolicies: map[string]string{"tail": tailFile}})
+	h := s.Handler()
+	reqs := []AllocateRequest{packedReq("tail"), packedReq("tail"), packedReq("tail")}
+	reqs[1].GPUs = []AllocateGPU{{"v100", 1}, {"k80", 3}}
+	reqs[2].TimeS = 2e6 // every job older than the age guard
+	for i := range reqs[2].Jobs {
+		reqs[2].Jobs[i].Scale = 1 + i%2
+		reqs[2].Jobs[i].Model = "ResNet-18 (batch size 16)"
+	}
+	wants := make([]AllocateResponse, len(reqs))
+	for i, req := range reqs {
+		wants[i] = tieredWant(t, req)
+		wants[i].SHA256 = fileSHA(t, tailFile)
+		if got := allocCall(t, h, req); !reflect.DeepEqual(got, wants[i]) {
+			t.Fatalf("round %d: API %+v, env %+v", i, got, wants[i])
+		}
+		if err := responseCheck(&reqs[i], &wants[i]); err != nil {
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	if len(wants[0].Pairs) == 0 {
+		t.Fatalf("no pairs in %+v", wants[0])
+	}
+	var wg sync.WaitGroup
+	for g := range 6 {
+		wg.Go(func() {
+			for k := range 20 {
+				i := (g + k) % len(reqs)
+				code, b := call(t, h, "POST", "/v1/allocate", reqs[i], "Authorization", "Bearer r")
+				if got := decodeBody[AllocateResponse](t, b); code != http.StatusOK || !reflect.DeepEqual(got, wants[i]) {
+					t.Errorf("concurrent round %d: %d %+v", i, code, got)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	list := s.AllocationPolicies().Policies
+	want := TieredParams{LogPriorityRatio: 1.024529424974006, GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5}
+	if len(list) != 1 || list[0].Kind != "tiered" || list[0].Tiered == nil || *list[0].Tiered != want || list[0].Features[len(list[0].Features)-1] != "log_load" {
+		t.Fatalf("list %+v", list)
 	}
 }
