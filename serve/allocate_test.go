@@ -265,3 +265,51 @@ func TestAllocateRefusesPolicyFiles(t *testing.T) {
 		t.Fatalf("policy file accepted over the API: %v", err)
 	}
 }
+
+// TestAllocatePackedSize: a round whose packed LP would be too large
+// (a priority per job makes a class per job) is a 400 on jobs for the
+// packed LP policies, before any LP is built; every job type and gang
+// size of the table in both tiers is well within the bound, and other
+// policies take the large round.
+func TestAllocatePackedSize(t *testing.T) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	learned, err := newAllocPolicies(map[string]string{"tail": "../docs/policies/gavel-single-tiered-tail.json"}, nil, prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := AllocateRequest{TimeS: 1e5, GPUs: []AllocateGPU{{"v100", 36}, {"p100", 36}, {"k80", 36}}}
+	for i := range 200 {
+		wide.Jobs = append(wide.Jobs, AllocateJob{ID: i, Model: "ResNet-18 (batch size 16)", Scale: 1, StepsTotal: 1000, StepsLeft: 1000, Priority: 1 + float64(i)/1000})
+	}
+	every := AllocateRequest{TimeS: 1e5, GPUs: wide.GPUs}
+	for _, m := range tab.Models {
+		for _, sc := range []int{1, 2, 4, 8} {
+			if tab.HasScale(tab.Model(m), sc) {
+				for k := range 2 { // one in each tier
+					every.Jobs = append(every.Jobs, AllocateJob{ID: len(every.Jobs), Model: m, Scale: sc, ArrivalS: float64(k) * 5e4,
+						StepsTotal: 1000, StepsLeft: 1000, AttainedGPUS: float64(k) * 1e6})
+				}
+			}
+		}
+	}
+	for _, pol := range []string{"max_min_fairness_packed", "tail"} {
+		wide.Policy, every.Policy = pol, pol
+		if _, err := allocate(tab, &wide, learned); err == nil || !strings.HasPrefix(err.Error(), "jobs: the packed LP would have more than") {
+			t.Errorf("%s, 200 classes: %v", pol, err)
+		}
+		resp, err := allocate(tab, &every, learned)
+		if err != nil {
+			t.Fatalf("%s, every job type: %v", pol, err)
+		}
+		if err := responseCheck(&every, resp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wide.Policy = "max_min_fairness_perf"
+	if _, err := allocate(tab, &wide, learned); err != nil {
+		t.Fatal(err)
+	}
+}
