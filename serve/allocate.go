@@ -42,7 +42,55 @@ const (
 	// both tiers of a tiered policy (166 jobs, 0.12 s) stays within it;
 	// distinct priorities make a class per job.
 	maxPackedColumns = 8000
+	// maxLPClasses bounds the classes of the other LP policies: 300 take
+	// under 0.1 s, 1,000 (the simulator's bound) 5-11 s.
+	maxLPClasses = 300
 )
+
+// lpClassKeys are the LP policies whose cost grows steeply with their
+// classes, with what makes two jobs of a request one class: the LP's
+// coefficients of max_min_fairness_perf depend on the job type, gang size
+// and priority; finish-time fairness and min total duration read each
+// job's progress and age as well.
+var lpClassKeys = map[string]func(j *AllocateJob) any{
+	"max_min_fairness_perf":     perfClass,
+	"finish_time_fairness":      jobClass,
+	"finish_time_fairness_perf": jobClass,
+	"min_total_duration":        jobClass,
+	"min_total_duration_perf":   jobClass,
+}
+
+func perfClass(j *AllocateJob) any {
+	return struct {
+		m    string
+		s    int
+		prio float64
+	}{j.Model, j.Scale, j.Priority}
+}
+
+func jobClass(j *AllocateJob) any {
+	return struct {
+		m                         string
+		s                         int
+		prio, arr, total, left, a float64
+	}{j.Model, j.Scale, j.Priority, j.ArrivalS, j.StepsTotal, j.StepsLeft, j.AttainedGPUS}
+}
+
+// checkLPSize refuses a round with more classes than maxLPClasses for
+// the LP policies of lpClassKeys.
+func checkLPSize(req *AllocateRequest) error {
+	key, ok := lpClassKeys[req.Policy]
+	if !ok {
+		return nil
+	}
+	classes := map[any]bool{}
+	for i := range req.Jobs {
+		if classes[key(&req.Jobs[i])] = true; len(classes) > maxLPClasses {
+			return &fieldError{"jobs", fmt.Sprintf("policy %s: more than %d distinct jobs make its LP too slow to serve; split the round or use max_min_fairness_packed", req.Policy, maxLPClasses)}
+		}
+	}
+	return nil
+}
 
 // packedColumns counts the pair columns of the packed LP policy
 // answering st: its classes are jobs of one type, gang size and priority
@@ -304,6 +352,9 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 		if err := checkPackedSize(st, false); err != nil {
 			return nil, err
 		}
+	}
+	if err := checkLPSize(req); err != nil {
+		return nil, err
 	}
 	if sp, ok := pol.(env.SeededPolicy); ok {
 		sp.Seed(req.Seed)

@@ -266,12 +266,12 @@ func TestAllocateRefusesPolicyFiles(t *testing.T) {
 	}
 }
 
-// TestAllocatePackedSize: a round whose packed LP would be too large
+// TestAllocateLPSize: a round whose packed LP would be too large
 // (a priority per job makes a class per job) is a 400 on jobs for the
 // packed LP policies, before any LP is built; every job type and gang
 // size of the table in both tiers is well within the bound, and other
 // policies take the large round.
-func TestAllocatePackedSize(t *testing.T) {
+func TestAllocateLPSize(t *testing.T) {
 	tab, err := env.GavelThroughputTable()
 	if err != nil {
 		t.Fatal(err)
@@ -308,8 +308,31 @@ func TestAllocatePackedSize(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	wide.Policy = "max_min_fairness_perf"
-	if _, err := allocate(tab, &wide, learned); err != nil {
-		t.Fatal(err)
+	// The other LP policies: at most 300 classes; a class of
+	// max_min_fairness_perf is a job type, gang size and priority, of
+	// finish-time fairness a job.
+	for _, pol := range []string{"max_min_fairness_perf", "finish_time_fairness", "min_total_duration_perf"} {
+		wide.Policy = pol
+		for _, n := range []int{300, 301} {
+			r := wide
+			r.Jobs = nil
+			for i := range n {
+				r.Jobs = append(r.Jobs, AllocateJob{ID: i, Model: "ResNet-18 (batch size 16)", Scale: 1, StepsTotal: 1000, StepsLeft: 1000, Priority: 1 + float64(i)/1000})
+			}
+			if _, err := allocate(tab, &r, learned); (err != nil) != (n > 300) || err != nil && !strings.HasPrefix(err.Error(), "jobs: policy "+pol) {
+				t.Errorf("%s, %d classes: %v", pol, n, err)
+			}
+		}
+	}
+	// 1,000 jobs of one class are one class for max_min_fairness_perf,
+	// 1,000 for finish-time fairness.
+	for _, pol := range []string{"max_min_fairness_perf", "finish_time_fairness"} {
+		r := AllocateRequest{Policy: pol, TimeS: 1e5, GPUs: wide.GPUs}
+		for i := range 1000 {
+			r.Jobs = append(r.Jobs, AllocateJob{ID: i, Model: "ResNet-18 (batch size 16)", Scale: 1, ArrivalS: float64(i), StepsTotal: 1000, StepsLeft: 1000})
+		}
+		if _, err := allocate(tab, &r, learned); (err != nil) != (pol == "finish_time_fairness") {
+			t.Errorf("%s, 1,000 jobs of one type: %v", pol, err)
+		}
 	}
 }
