@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/tegrl/tegrl/env"
 )
 
@@ -304,5 +305,34 @@ func TestLoadLoopback(t *testing.T) {
 		t.Logf("%s on %d machines (%s), %d clients: %d decisions in %v = %.0f/s; latency p50 %v p99 %v; %d swaps p50 %v max %v",
 			sched, len(c.Machines), src, clients, len(lat), elapsed.Round(time.Millisecond), float64(len(lat))/elapsed.Seconds(),
 			q(lat, 0.5), q(lat, 0.99), len(swaps), q(swaps, 0.5), q(swaps, 1))
+	}
+}
+
+// BenchmarkAllocateTiered is BenchmarkAllocate for a round of 100
+// single-GPU jobs of every job type on Gavel's 36:36:36 cluster, by the
+// tiered tail file and by max_min_fairness_packed: both answer pairs.
+func BenchmarkAllocateTiered(b *testing.B) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	learned, err := newAllocPolicies(map[string]string{"tail": tailFile}, nil, prometheus.NewRegistry())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, pol := range []string{"tail", "max_min_fairness_packed"} {
+		req := AllocateRequest{Policy: pol, TimeS: 360000, GPUs: []AllocateGPU{{"v100", 36}, {"p100", 36}, {"k80", 36}}}
+		for i := range 100 {
+			req.Jobs = append(req.Jobs, AllocateJob{ID: i, Model: tab.Models[i%len(tab.Models)], Scale: 1, ArrivalS: float64(3600 * i),
+				StepsTotal: 1e6, StepsLeft: 1e6 - float64(5000*(100-i)), AttainedGPUS: float64(3000 * (100 - i))})
+		}
+		b.Run("policy="+pol, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := allocate(tab, &req, learned); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
