@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -155,33 +156,12 @@ func TestAllocatePairs(t *testing.T) {
 		if err := responseCheck(&req, resp); err != nil {
 			t.Fatalf("%s: %v: %+v", name, err, resp)
 		}
-		st, err := req.state(tab)
-		if err != nil {
-			t.Fatal(err)
-		}
 		pol, err := env.AllocationPolicyByName(name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if sp, ok := pol.(env.SeededPolicy); ok {
-			sp.Seed(req.Seed)
-		}
-		if err := pol.Allocate(st, make([]float64, len(st.Jobs)*len(st.Types))); err != nil {
-			t.Fatal(err)
-		}
-		n := 0
-		for _, p := range pol.(env.PackingPolicy).Pairs(st) {
-			for tt, v := range p.X {
-				if v > 0 {
-					if want := (AllocatePair{[2]int{p.A, p.B}, st.Types[tt], v}); resp.Pairs[n] != want {
-						t.Fatalf("%s: pair %d %+v, want %+v", name, n, resp.Pairs[n], want)
-					}
-					n++
-				}
-			}
-		}
-		if n != len(resp.Pairs) {
-			t.Fatalf("%s: %d pairs, the policy has %d", name, len(resp.Pairs), n)
+		if want := envAnswer(t, req, pol); !reflect.DeepEqual(*resp, want) {
+			t.Fatalf("%s: API %+v, env %+v", name, *resp, want)
 		}
 	}
 	// A policy that does not pack answers no pairs (and no "pairs" key).

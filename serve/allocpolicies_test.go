@@ -495,8 +495,35 @@ func BenchmarkAllocate(b *testing.B) {
 
 const tailFile = "../docs/policies/gavel-single-tiered-tail.json"
 
+// envAnswer is pol's answer to req computed by env directly: the round's
+// state, the allocation and, for a policy that space-shares GPUs, its
+// pairs, listed as the API lists them.
+func envAnswer(t *testing.T, req AllocateRequest, pol env.AllocationPolicy) AllocateResponse {
+	t.Helper()
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := req.state(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sp, ok := pol.(env.SeededPolicy); ok {
+		sp.Seed(req.Seed)
+	}
+	x := make([]float64, len(st.Jobs)*len(st.Types))
+	if err := pol.Allocate(st, x); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []env.RoundPair
+	if pp, ok := pol.(env.PackingPolicy); ok {
+		pairs = pp.Pairs(st)
+	}
+	return *shares(req.Policy, st, x, pairs)
+}
+
 // tieredWant is env.TieredPackedPolicy's answer, parsed from the tail
-// file, to req: shares and pairs as the API lists them.
+// file, to req.
 func tieredWant(t *testing.T, req AllocateRequest) AllocateResponse {
 	t.Helper()
 	b, err := os.ReadFile(tailFile)
@@ -507,19 +534,7 @@ func tieredWant(t *testing.T, req AllocateRequest) AllocateResponse {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tab, err := env.GavelThroughputTable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := req.state(tab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := make([]float64, len(st.Jobs)*len(st.Types))
-	if err := pol.Allocate(st, x); err != nil {
-		t.Fatal(err)
-	}
-	return *shares(req.Policy, st, x, pol.Pairs(st))
+	return envAnswer(t, req, pol)
 }
 
 // TestAllocTiered: a tiered policy file serves exactly env's allocation
