@@ -10,6 +10,10 @@ import (
 // cluster cannot keep up with under any allocation.
 var ErrOverCapacity = errors.New("the cluster cannot keep up under any allocation")
 
+// ErrNoMeasuredJobs is returned by RoundSim.FluidBoundHours for a run that
+// stopped before its first measured job arrived.
+var ErrNoMeasuredJobs = errors.New("fluid bound: no measured job arrived")
+
 // FluidBoundHours is a lower bound on the long-run average JCT (hours) of
 // any policy that keeps up with a stream of jobs arriving at rate jobs per
 // hour with the mix of jobs on cluster c: the steady-state fluid
@@ -167,11 +171,12 @@ func FluidBoundHours(c *GPUCluster, jobs []DLJob, rate float64) (float64, error)
 }
 
 // FluidBoundHours is FluidBoundHours of the run's cluster for its measured
-// jobs that have arrived, at rate jobs per hour (the stream's).
+// jobs that have arrived, at rate jobs per hour (the stream's);
+// ErrNoMeasuredJobs before the first of them.
 func (s *RoundSim) FluidBoundHours(rate float64) (float64, error) {
 	hi := min(s.cfg.MeasureTo, len(s.jobs))
 	if hi <= s.cfg.MeasureFrom {
-		return 0, errors.New("fluid bound: no measured job arrived")
+		return 0, ErrNoMeasuredJobs
 	}
 	jobs := make([]DLJob, 0, hi-s.cfg.MeasureFrom)
 	for id := s.cfg.MeasureFrom; id < hi; id++ {

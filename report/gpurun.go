@@ -102,7 +102,8 @@ type GPUMetrics struct {
 	FloorJCT float64  `json:"floor_jct_h"`
 	// FluidJCT is env.FluidBoundHours of the measured jobs at the rate: no
 	// policy that keeps up has a lower long-run average JCT. nil when the
-	// cluster cannot keep up with them under any allocation.
+	// cluster cannot keep up with them under any allocation, or when the
+	// run stopped at the bound before the first of them arrived.
 	FluidJCT    *float64 `json:"fluid_jct_h"`
 	Utilisation float64  `json:"utilisation"`
 	AtBound     bool     `json:"at_bound"`
@@ -187,7 +188,7 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 	switch fb, err := sim.FluidBoundHours(rate); {
 	case err == nil:
 		m.FluidJCT = &fb
-	case !errors.Is(err, env.ErrOverCapacity):
+	case !errors.Is(err, env.ErrOverCapacity) && !errors.Is(err, env.ErrNoMeasuredJobs):
 		return GPUMetrics{}, fmt.Errorf("%s at %.3f jobs/h seed %d: %w", sc.Name(), rate, cfg.Seed, err)
 	}
 	if !res.Saturated && len(res.JCT) > 0 {

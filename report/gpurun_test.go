@@ -164,3 +164,15 @@ func TestRunGPUAB(t *testing.T) {
 		t.Fatal("unknown policy B: no error")
 	}
 }
+
+// TestRunGPUFluidUnknown: a run that stops at the bound before its first
+// measured job arrives has no fluid bound, and is no error.
+func TestRunGPUFluidUnknown(t *testing.T) {
+	m, err := RunGPU(GPURunConfig{Scenario: "gavel-multi", Rate: 200, Policy: "fifo", Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !m.AtBound || m.FluidJCT != nil {
+		t.Fatalf("at bound %v, fluid bound %v", m.AtBound, m.FluidJCT)
+	}
+}

@@ -312,7 +312,7 @@ func (p prepared) run(cfg *HeadroomConfig, tab *env.ThroughputTable, policy stri
 	}
 	fluid, err := sim.FluidBoundHours(rate)
 	switch {
-	case errors.Is(err, env.ErrOverCapacity):
+	case errors.Is(err, env.ErrOverCapacity), errors.Is(err, env.ErrNoMeasuredJobs):
 		fluid = math.NaN()
 	case err != nil:
 		return headroomRun{}, fmt.Errorf("headroom %s at %.3f jobs/h seed %d: %w", p.sc.Name(), rate, seed, err)
