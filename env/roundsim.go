@@ -65,6 +65,8 @@ func (c *RoundConfig) fill() error {
 	switch {
 	case !(c.RoundSeconds > 0):
 		return fmt.Errorf("round config: round length must be positive, got %v", c.RoundSeconds)
+	case !(c.AllocationInterval > 0) || math.IsInf(c.AllocationInterval, 0):
+		return fmt.Errorf("round config: allocation interval must be a positive number of seconds, got %v", c.AllocationInterval)
 	case c.RestoreSeconds < 0 || c.RestoreSeconds >= c.RoundSeconds:
 		return fmt.Errorf("round config: restore cost %v s must be in [0, round length)", c.RestoreSeconds)
 	case c.CrossRackFactor <= 0 || c.CrossRackFactor > 1:

@@ -307,7 +307,8 @@ func TestRoundDeterminism(t *testing.T) {
 }
 
 func TestRoundConfigErrors(t *testing.T) {
-	for _, c := range []RoundConfig{{RoundSeconds: -1}, {RestoreSeconds: 400}, {CrossRackFactor: 2}, {MeasureFrom: 5, MeasureTo: 3}} {
+	for _, c := range []RoundConfig{{RoundSeconds: -1}, {RestoreSeconds: 400}, {CrossRackFactor: 2}, {MeasureFrom: 5, MeasureTo: 3},
+		{AllocationInterval: -1}, {AllocationInterval: math.NaN()}, {AllocationInterval: math.Inf(1)}} {
 		if err := c.fill(); err == nil {
 			t.Errorf("%+v accepted", c)
 		}

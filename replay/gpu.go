@@ -31,16 +31,19 @@ type GPURunConfig struct {
 	Policy         string  `json:"scheduler"`
 	Seed           uint64  `json:"seed"`
 	RestoreSeconds float64 `json:"restore_s"`
-	Placement      string  `json:"placement,omitempty"`
-	WarmupHours    float64 `json:"warmup_h"`
-	MeasureJobs    int     `json:"measure_jobs"`
-	GraceHours     float64 `json:"grace_h"`
+	// AllocationSeconds is the least time between two allocations (0:
+	// Gavel's 1,920 s).
+	AllocationSeconds float64 `json:"allocation_interval_s,omitempty"`
+	Placement         string  `json:"placement,omitempty"`
+	WarmupHours       float64 `json:"warmup_h"`
+	MeasureJobs       int     `json:"measure_jobs"`
+	GraceHours        float64 `json:"grace_h"`
 }
 
 // RunConfig is the run c describes, for report.RunGPU.
 func (c GPURunConfig) RunConfig() report.GPURunConfig {
 	return report.GPURunConfig{Scenario: c.Scenario, Rate: c.Rate, Load: c.Load, Policy: c.Policy, Seed: c.Seed,
-		RestoreSeconds: c.RestoreSeconds, Placement: c.Placement, WarmupHours: c.WarmupHours, MeasureJobs: c.MeasureJobs, GraceHours: c.GraceHours}
+		RestoreSeconds: c.RestoreSeconds, AllocationSeconds: c.AllocationSeconds, Placement: c.Placement, WarmupHours: c.WarmupHours, MeasureJobs: c.MeasureJobs, GraceHours: c.GraceHours}
 }
 
 // GPURecording is a GPU-cluster recording's gpu-run.json: its

@@ -54,6 +54,25 @@ func TestGPUReplayReproduces(t *testing.T) {
 	}
 }
 
+// TestGPUReplayAllocationInterval: a recording made with another
+// allocation interval keeps it, and replays byte for byte; the interval
+// changes the run.
+func TestGPUReplayAllocationInterval(t *testing.T) {
+	cfg := GPURunConfig{Scenario: "gavel-multi", Rate: 1.6, Policy: "tiresias", Seed: 2, AllocationSeconds: 360}
+	dir, rec := recordGPU(t, cfg)
+	r, err := ReplayGPU(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Verified || !r.Reproduced || r.Failure() != nil || r.Recorded.AvgJCT == nil {
+		t.Fatalf("replay %+v", r)
+	}
+	_, def := recordGPU(t, GPURunConfig{Scenario: "gavel-multi", Rate: 1.6, Policy: "tiresias", Seed: 2})
+	if *def.Metrics.AvgJCT == *rec.Metrics.AvgJCT || rec.Config.AllocationSeconds != 360 {
+		t.Fatalf("interval 360 s: %v h, config %+v; Gavel's: %v h", *rec.Metrics.AvgJCT, rec.Config, *def.Metrics.AvgJCT)
+	}
+}
+
 // TestGPUReplayDetectsTampering: a recording whose allocations were
 // changed is reported at the first changed row, and fails.
 func TestGPUReplayDetectsTampering(t *testing.T) {

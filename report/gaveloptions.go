@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"runtime"
 	"strings"
@@ -30,6 +31,7 @@ type GavelOptions struct {
 	Multi         bool    `flag:"multi-gpu" usage:"continuous-multiple trace: jobs on 1, 2, 4 or 8 GPUs (else every job on 1 GPU)"`
 	Locality      bool    `flag:"locality" usage:"run gangs spread over servers at the table's unconsolidated throughput (Gavel's simulator runs every gang consolidated)"`
 	Restore       float64 `flag:"restore-s" usage:"checkpoint/restore seconds charged to a job that resumes on other GPUs (Gavel's simulator: 0)"`
+	Allocation    float64 `flag:"allocation-interval-s" usage:"least seconds between two allocation recomputations, after a job arrived or finished (0: Gavel's 1920)"`
 	MaxActive     int     `flag:"max-active" default:"4000" usage:"stop a run (at the bound) once more jobs than this are in the system"`
 	MaxHours      float64 `flag:"max-hours" usage:"also stop a run after this many simulated hours (0: no time bound)"`
 	Workers       int     `flag:"workers" usage:"runs at once; 0 = GOMAXPROCS"`
@@ -65,12 +67,15 @@ func (o *GavelOptions) config() (GavelSweepConfig, error) {
 	if o.Workers < 0 || o.MaxActive < 1 || o.MaxHours < 0 {
 		return c, fmt.Errorf("--workers, --max-active and --max-hours: want >= 0, >= 1 and >= 0")
 	}
+	if !(o.Allocation >= 0) || math.IsInf(o.Allocation, 0) {
+		return c, fmt.Errorf("--allocation-interval-s %v: want a number of seconds >= 0 (0: Gavel's 1920)", o.Allocation)
+	}
 	c.Workers = o.Workers
 	if c.Workers == 0 {
 		c.Workers = runtime.GOMAXPROCS(0)
 	}
 	c.Multi, c.Cluster, c.GPUsPerServer = o.Multi, o.Cluster, o.GPUsPerServer
-	c.Round = env.RoundConfig{Locality: o.Locality, RestoreSeconds: o.Restore, MaxActive: o.MaxActive, MaxSeconds: o.MaxHours * 3600}
+	c.Round = env.RoundConfig{Locality: o.Locality, RestoreSeconds: o.Restore, AllocationInterval: o.Allocation, MaxActive: o.MaxActive, MaxSeconds: o.MaxHours * 3600}
 	tab, err := env.GavelThroughputTable()
 	if err != nil {
 		return c, err

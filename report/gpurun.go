@@ -69,6 +69,10 @@ type GPURunConfig struct {
 	Seed uint64
 	// RestoreSeconds is charged to a job that resumes on other GPUs.
 	RestoreSeconds float64
+	// AllocationSeconds is the least time between two allocation
+	// recomputations (env.RoundConfig.AllocationInterval; 0: Gavel's
+	// 1,920 s).
+	AllocationSeconds float64
 	// Placement is the gang placer (env.GangPlacerNames; "" for Gavel's
 	// worker order).
 	Placement string
@@ -131,6 +135,8 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 	switch {
 	case cfg.Rate < 0 || math.IsNaN(cfg.Rate) || math.IsInf(cfg.Rate, 0):
 		return GPUMetrics{}, fmt.Errorf("rate %v jobs/h: want a positive number", cfg.Rate)
+	case cfg.AllocationSeconds < 0 || math.IsNaN(cfg.AllocationSeconds) || math.IsInf(cfg.AllocationSeconds, 0):
+		return GPUMetrics{}, fmt.Errorf("allocation interval %v s: want a positive number of seconds (0: Gavel's 1920)", cfg.AllocationSeconds)
 	case cfg.Rate == 0 && !(cfg.Load > 0 && cfg.Load < 100):
 		return GPUMetrics{}, fmt.Errorf("scenario %s: give a rate (jobs/h) or an offered GPU load in (0, 100), got load %v", cfg.Scenario, cfg.Load)
 	}
@@ -167,6 +173,7 @@ func RunGPU(cfg GPURunConfig) (GPUMetrics, error) {
 	}
 	rc := p.roundConfig(cfg.WarmupHours, cfg.MeasureJobs, cfg.GraceHours, rate, cfg.Seed)
 	rc.RestoreSeconds, rc.OnAllocate, rc.Placement = cfg.RestoreSeconds, cfg.OnAllocate, cfg.Placement
+	rc.AllocationInterval = cfg.AllocationSeconds
 	var sim *env.RoundSim
 	if p.servers != nil {
 		sim, err = env.NewRoundSimServers(&env.ServerCluster{Cluster: p.cluster, Servers: p.servers}, pol, src, rc)

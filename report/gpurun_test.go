@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"strings"
 	"testing"
 
@@ -174,5 +175,27 @@ func TestRunGPUFluidUnknown(t *testing.T) {
 	}
 	if !m.AtBound || m.FluidJCT != nil {
 		t.Fatalf("at bound %v, fluid bound %v", m.AtBound, m.FluidJCT)
+	}
+}
+
+// TestRunGPUAllocationInterval: the interval reaches the simulator (a
+// shorter one changes the run; 1,920 s is the default) and a bad one is
+// an error.
+func TestRunGPUAllocationInterval(t *testing.T) {
+	run := func(sec float64) GPUMetrics {
+		m, err := RunGPU(GPURunConfig{Scenario: "gavel-multi", Rate: 1.6, Policy: "max_min_fairness", Seed: 1, AllocationSeconds: sec})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	def, gavel, short := run(0), run(1920), run(360)
+	if *def.AvgJCT != *gavel.AvgJCT || *short.AvgJCT == *def.AvgJCT || short.Rounds == def.Rounds && short.Moves == def.Moves {
+		t.Fatalf("default %v h, 1920 s %v h, 360 s %v h", *def.AvgJCT, *gavel.AvgJCT, *short.AvgJCT)
+	}
+	for _, bad := range []float64{-1, math.NaN(), math.Inf(1)} {
+		if _, err := RunGPU(GPURunConfig{Scenario: "gavel-multi", Rate: 1.6, Policy: "fifo", AllocationSeconds: bad}); err == nil || !strings.Contains(err.Error(), "allocation interval") {
+			t.Errorf("%v s: %v", bad, err)
+		}
 	}
 }

@@ -36,6 +36,9 @@ func newABCmd(a *app) *cobra.Command {
 				}
 				return f.RunGPU(cmd.Context(), run, a.stdout)
 			}
+			if err := f.gpu.unused(cmd); err != nil {
+				return err
+			}
 			return f.Run(cmd.Context(), cmd.OutOrStdout())
 		},
 	}

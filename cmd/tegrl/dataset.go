@@ -89,6 +89,9 @@ func newDatasetRecordCmd(a *app) *cobra.Command {
 			if f.gpu.scenario != "" {
 				return runRecordGPU(cmd, a, f)
 			}
+			if err := f.gpu.unused(cmd); err != nil {
+				return err
+			}
 			r := f.RecordCommand
 			r.Build, r.Cluster, r.Workload, r.Seed, r.TEG = f.build, f.cluster, f.workload, f.seed, f.teg.set
 			r.NewScheduler, r.Logger, r.Bar = rl.SchedulerFactory, a.log, a.stderr

@@ -173,3 +173,25 @@ func TestHelpMentionsCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestScenarioFlagsNeedScenario: a GPU scenario's flag on a run without
+// --scenario is refused, not ignored, on every command that takes them;
+// with --scenario a bad allocation interval is an error too.
+func TestScenarioFlagsNeedScenario(t *testing.T) {
+	for _, args := range [][]string{
+		{"simulate", "--machines", "20", "--duration", "1m", "--allocation-interval-s", "360"},
+		{"simulate", "--machines", "20", "--duration", "1m", "--restore-s", "30"},
+		{"ab", "--b", "fgd", "--seeds", "1", "--machines", "20", "--rate", "2"},
+		{"tune", "--placement", "pack"},
+		{"dataset", "record", "--out", t.TempDir(), "--allocation-interval-s", "60"},
+	} {
+		_, _, err := run(t, args...)
+		if err == nil || !strings.Contains(err.Error(), "applies to a GPU training cluster: give --scenario too") {
+			t.Errorf("%v: error = %v", args, err)
+		}
+	}
+	_, _, err := run(t, "simulate", "--scenario", "gavel-multi", "--rate", "1", "--allocation-interval-s", "-1")
+	if err == nil || !strings.Contains(err.Error(), "allocation interval -1 s") {
+		t.Errorf("negative interval: %v", err)
+	}
+}

@@ -44,6 +44,9 @@ func runSimulate(cmd *cobra.Command, a *app, f *simFlags) error {
 	if f.gpu.scenario != "" {
 		return runSimulateGPU(cmd, a, f)
 	}
+	if err := f.gpu.unused(cmd); err != nil {
+		return err
+	}
 	names, factories, err := rl.SchedulerFactories(f.schedulers)
 	if err != nil {
 		return err

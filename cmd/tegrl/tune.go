@@ -26,6 +26,9 @@ func newTuneCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.Command, f.Logger, f.Bar = report.CommandLine(a.argv), a.log, a.stderr
+			if err := f.gpu.unused(cmd); err != nil {
+				return err
+			}
 			if err := f.CheckGrid(); err != nil || f.gpu.scenario == "" {
 				return f.Run(cmd.Context(), a.stdout)
 			}
