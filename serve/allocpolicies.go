@@ -439,7 +439,7 @@ func (s *Service) handleAllocationPolicies(w http.ResponseWriter, _ *http.Reques
 	writeJSON(w, http.StatusOK, s.AllocationPolicies())
 }
 
-// handleAllocationPolicyPut takes a scored policy file as the body (admin
+// handleAllocationPolicyPut takes a scored or tiered policy file as the body (admin
 // role) and serves it as the new version of the path's name once it
 // passes validation: 400 for a bad name, 413 for a body over 1 MiB, 422
 // with the reason for a refused file. With a trusted key the header

@@ -95,10 +95,11 @@ type Config struct {
 	TrustKey ed25519.PublicKey
 	// Logger receives the service's log (default: discard).
 	Logger *slog.Logger
-	// AllocationPolicies are learned allocation policies (scored policy
-	// files) that POST /v1/allocate serves by name: name -> file path.
-	// New refuses a bad name, a built-in policy's name, an unreadable or
-	// invalid file and a clairvoyant policy; with TrustKey, one without
+	// AllocationPolicies are learned allocation policies (scored or
+	// tiered policy files) that POST /v1/allocate serves by name: name ->
+	// file path. New refuses a bad name, a built-in policy's name, an
+	// unreadable or invalid file, a clairvoyant policy and a packed scored
+	// one; with TrustKey, one without
 	// its signature sidecar (PATH.sig).
 	AllocationPolicies map[string]string
 }

@@ -44,7 +44,7 @@ func addServeFlags(fl *pflag.FlagSet, f *serve.Options) {
 	fl.Float64Var(&f.Tick, "tick", env.DefaultSimConfig.Tick, "seconds per model tick")
 	fl.StringVar(&f.Clock, "clock", serve.ClockRequest, "model time: request (state updates carry time_s) or wall (one tick every --tick seconds)")
 	fl.Var(&allocPolicyFlag{m: &f.AllocationPolicies}, "allocation-policy",
-		"serve the learned allocation policy FILE (a scored policy JSON file) as NAME through POST /v1/allocate (repeatable)")
+		"serve the learned allocation policy FILE (a scored or tiered policy JSON file) as NAME through POST /v1/allocate (repeatable)")
 }
 
 // allocPolicyFlag collects --allocation-policy NAME=FILE values; serve.New
