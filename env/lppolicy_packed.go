@@ -40,7 +40,11 @@ type MaxMinFairnessPacked struct {
 	// JCT on the spot cluster's multi-GPU workload at load 0.6). 0 is
 	// Gavel's policy.
 	TieDeficit float64
+	// Support, when set, keeps only its columns (and each class's alone
+	// column on its fastest usable type): a distilled student's LP.
+	Support *ColumnSupport
 
+	used    []UsedColumn
 	lp      lpSolver
 	classOf []int
 	first   []int
@@ -63,6 +67,11 @@ type packCol struct {
 	tk, tl  float64
 }
 
+// Used lists the columns with a positive value in the last allocation's
+// LP (owned by p, valid until the next Allocate): what a distilled
+// student's support is made of.
+func (p *MaxMinFairnessPacked) Used() []UsedColumn { return p.used }
+
 // Name returns "max_min_fairness_packed".
 func (p *MaxMinFairnessPacked) Name() string { return "max_min_fairness_packed" }
 
@@ -76,7 +85,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	if err := checkRound(s, x); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	p.pairs = p.pairs[:0]
+	p.pairs, p.used = p.pairs[:0], p.used[:0]
 	clear(x)
 	nj, nt := len(s.Jobs), len(s.Types)
 	if nj == 0 {
@@ -95,8 +104,16 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			sum += s.Throughput[i*nt+j]
 		}
 		p.norm[k] = float64(job.Scale) / (job.Priority * sum)
+		fastest := -1
+		if p.Support != nil {
+			for j := range nt {
+				if usable(s, i, j) && (fastest < 0 || s.Throughput[i*nt+j] > s.Throughput[i*nt+fastest]) {
+					fastest = j
+				}
+			}
+		}
 		for j := range nt {
-			if usable(s, i, j) {
+			if usable(s, i, j) && (j == fastest || p.Support.hasAlone(job.Type, s.Types[j])) {
 				p.cols = append(p.cols, packCol{k: k, l: -1, j: j, tk: s.Throughput[i*nt+j] * p.norm[k]})
 			}
 		}
@@ -109,7 +126,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 					continue
 				}
 				for j := range nt {
-					if s.Jobs[i].Scale > s.Capacity[j] {
+					if s.Jobs[i].Scale > s.Capacity[j] || !p.Support.hasPair(s.Jobs[i].Type, s.Jobs[i2].Type, s.Types[j]) {
 						continue
 					}
 					ti, tk, ok := s.Pair(i, i2, j)
@@ -192,6 +209,16 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	y, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
 	if err != nil {
 		return fmt.Errorf("%s: LP over %d job classes and %d columns: %w", p.Name(), nc, len(p.cols), err)
+	}
+	p.used = p.used[:0]
+	for v, c := range p.cols {
+		if y[v] > 0 {
+			u := UsedColumn{A: s.Jobs[p.first[c.k]].Type, B: -1, GPU: c.j}
+			if c.l >= 0 {
+				u.B = s.Jobs[p.first[c.l]].Type
+			}
+			p.used = append(p.used, u)
+		}
 	}
 	for v, c := range p.cols {
 		if c.l >= 0 || y[v] <= 0 {

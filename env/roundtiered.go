@@ -75,6 +75,9 @@ type TieredPackedPolicy struct {
 	// the spare fast GPUs to the same lower-tier jobs at every solve,
 	// which lengthens the longest jobs' wait.
 	TieDeficit float64
+	// Support, when set, restricts the LP to these columns: a student
+	// distilled from a tiered teacher (ColumnSupport).
+	Support *ColumnSupport
 
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
@@ -128,6 +131,10 @@ func (p *TieredPackedPolicy) Name() string {
 // IsClairvoyant implements ClairvoyantPolicy.
 func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant || p.MaxUpperHours > 0 }
 
+// Used lists the columns with a positive value in the last allocation's
+// LP (MaxMinFairnessPacked.Used).
+func (p *TieredPackedPolicy) Used() []UsedColumn { return p.lp.Used() }
+
 // Pairs implements PackingPolicy: the LP's co-located pairs.
 func (p *TieredPackedPolicy) Pairs(s *RoundState) []RoundPair { return p.lp.Pairs(s) }
 
@@ -166,7 +173,7 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if err := p.check(); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	p.lp.TieDeficit = p.TieDeficit
+	p.lp.TieDeficit, p.lp.Support = p.TieDeficit, p.Support
 	p.load = logLoad(s)
 	ratio := math.Exp(max(-maxTieredLogRatio, min(maxTieredLogRatio, p.LogRatio+p.LoadSlope*p.load)))
 	p.jobs = append(p.jobs[:0], s.Jobs...)
@@ -261,9 +268,20 @@ type TieredPolicyFile struct {
 	// TieDeficit is TieredPackedPolicy.TieDeficit (0 or absent: Gavel's
 	// tie-break).
 	TieDeficit float64 `json:"tie_deficit_weight,omitempty"`
+	// Support is TieredPackedPolicy.Support by name (absent: every
+	// column): job types alone on a GPU type, and pairs of job types
+	// sharing one.
+	Support *SupportFile `json:"support,omitempty"`
 	// Training records how the parameters were found (free-form, for
 	// people).
 	Training map[string]any `json:"training,omitempty"`
+}
+
+// SupportFile is a ColumnSupport in a policy file: [job type, GPU type]
+// and [job type, job type, GPU type] entries of the bundled table.
+type SupportFile struct {
+	Alone [][2]string `json:"alone"`
+	Pairs [][3]string `json:"pairs"`
 }
 
 // TieredPolicyKind is the kind field of a tiered policy file.
@@ -289,6 +307,25 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	if err := p.check(); err != nil {
 		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
+	if f.Support != nil {
+		t, err := GavelThroughputTable()
+		if err != nil {
+			return nil, err
+		}
+		var cols []SupportColumn
+		for _, a := range f.Support.Alone {
+			cols = append(cols, SupportColumn{A: a[0], GPU: a[1]})
+		}
+		for _, pr := range f.Support.Pairs {
+			if pr[1] == "" {
+				return nil, fmt.Errorf("tiered policy: support pair %q: no second job type", pr)
+			}
+			cols = append(cols, SupportColumn{A: pr[0], B: pr[1], GPU: pr[2]})
+		}
+		if p.Support, err = NewColumnSupport(t, cols); err != nil {
+			return nil, fmt.Errorf("tiered policy: %w", err)
+		}
+	}
 	return p, nil
 }
 
@@ -302,9 +339,24 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 	if err := p.check(); err != nil {
 		return fmt.Errorf("tiered policy: %w", err)
 	}
-	b, err := json.MarshalIndent(TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
+	f := TieredPolicyFile{Kind: TieredPolicyKind, Features: names, Weights: p.Weights,
 		LogPriorityRatio: p.LogRatio, LogRatioLoadSlope: p.LoadSlope, MaxUpperRemainingHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours,
-		AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Training: training}, "", "  ")
+		AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Training: training}
+	if p.Support != nil {
+		t, err := GavelThroughputTable()
+		if err != nil {
+			return err
+		}
+		f.Support = &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}}
+		for _, c := range p.Support.Columns(t) {
+			if c.B == "" {
+				f.Support.Alone = append(f.Support.Alone, [2]string{c.A, c.GPU})
+			} else {
+				f.Support.Pairs = append(f.Support.Pairs, [3]string{c.A, c.B, c.GPU})
+			}
+		}
+	}
+	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func (lp *learnedPolicy) policy() env.AllocationPolicy {
 	}
 	if t := lp.tiered; t != nil {
 		return &env.TieredPackedPolicy{Weights: slices.Clone(lp.weights), LogRatio: t.LogRatio, LoadSlope: t.LoadSlope,
-			GangGuardHours: t.GangGuardHours, AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit}
+			GangGuardHours: t.GangGuardHours, AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit, Support: t.Support}
 	}
 	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights), Exchange: lp.exchange}
 }
@@ -410,6 +410,9 @@ type TieredParams struct {
 	GangGuardHours    float64 `json:"gang_guard_h"`
 	AgeGuardHours     float64 `json:"age_guard_h"`
 	TieDeficit        float64 `json:"tie_deficit_weight"`
+	// SupportColumns is a distilled student's column support's size (0:
+	// every column).
+	SupportColumns int `json:"support_columns,omitempty"`
 }
 
 func (lp *learnedPolicy) describe() AllocationPolicy {
@@ -419,6 +422,9 @@ func (lp *learnedPolicy) describe() AllocationPolicy {
 		d.Features = env.TieredFeatureNames(false)
 		d.Tiered = &TieredParams{LogPriorityRatio: t.LogRatio, LogRatioLoadSlope: t.LoadSlope, GangGuardHours: t.GangGuardHours,
 			AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit}
+		if t.Support != nil {
+			d.Tiered.SupportColumns = t.Support.Len()
+		}
 	}
 	return d
 }

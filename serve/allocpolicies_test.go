@@ -580,9 +580,40 @@ func TestAllocTiered(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	list := s.AllocationPolicies().Policies
+	// The distilled student (the same tiers over a column support) serves
+	// env's answer too.
+	student := "../docs/policies/gavel-single-tiered-student.json"
+	if code, b := call(t, h, "PUT", "/v1/allocation-policies/student", mustRead(t, student), "Authorization", "Bearer a"); code != http.StatusOK {
+		t.Fatalf("student PUT: %d %s", code, b)
+	}
+	sb, err := os.ReadFile(student)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spol, err := env.ParseTieredPolicy(sb)
+	if err != nil || spol.Support == nil {
+		t.Fatalf("student: %v", err)
+	}
+	for i, req := range reqs {
+		req.Policy = "student"
+		want := envAnswer(t, req, spol)
+		want.SHA256 = fileSHA(t, student)
+		if got := allocCall(t, h, req); !reflect.DeepEqual(got, want) {
+			t.Fatalf("student round %d: API %+v, env %+v", i, got, want)
+		}
+	}
+	list := s.AllocationPolicies().Policies[1:] // "student" < "tail"
 	want := TieredParams{LogPriorityRatio: 1.024529424974006, GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5}
 	if len(list) != 1 || list[0].Kind != "tiered" || list[0].Tiered == nil || *list[0].Tiered != want || list[0].Features[len(list[0].Features)-1] != "log_load" {
 		t.Fatalf("list %+v", list)
 	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
+	"os"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tegrl/tegrl/cmd/internal/flagtag"
 	"github.com/tegrl/tegrl/distill"
+	"github.com/tegrl/tegrl/env"
 	"github.com/tegrl/tegrl/report"
 	"github.com/tegrl/tegrl/rl"
 )
@@ -12,6 +16,7 @@ import (
 func init() { addCommand(newDistillCmd) }
 
 func newDistillCmd(a *app) *cobra.Command {
+	tp := &tieredSupport{}
 	r := &distill.Command{RunConfig: distill.RunConfig{Env: rl.EnvSpec{Machines: rl.SmallMachines, Load: rl.SmallLoad, Episode: rl.SmallEpisode}}}
 	cmd := &cobra.Command{
 		Use:     "distill",
@@ -20,6 +25,13 @@ func newDistillCmd(a *app) *cobra.Command {
 		Example: exampleText("distill"),
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if tieredTeacher(r.Teacher) {
+				seeds := "0-2"
+				if cmd.Flags().Changed("eval-seeds") {
+					seeds = r.Seeds
+				}
+				return runDistillTiered(cmd, a, r.Teacher, r.Out, seeds, tp, r.JSON)
+			}
 			r.Command = report.CommandLine(a.argv)
 			return r.Run(cmd.Context(), a.stdout)
 		},
@@ -33,6 +45,45 @@ func newDistillCmd(a *app) *cobra.Command {
 	fl.IntVar(&r.Env.Machines, "machines", r.Env.Machines, "machines of the synthetic training cluster")
 	fl.Float64Var(&r.Env.Load, "load", r.Env.Load, "offered load")
 	fl.Float64Var(&r.Env.Episode, "episode", r.Env.Episode, "simulated seconds per episode")
-	fl.StringVar(&r.Seeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips)")
+	fl.StringVar(&r.Seeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips; a tiered teacher: 0-2, compared with max_min_fairness_packed)")
+	fl.IntVar(&tp.pairs, "support-pairs", distill.DefaultSupportPairs, "a tiered teacher: the most-used pair columns its student keeps")
+	fl.IntVar(&tp.alone, "support-alone", distill.DefaultSupportAlone, "a tiered teacher: the most-used alone columns its student keeps")
 	return cmd
+}
+
+// tieredSupport are the support sizes of a tiered teacher's student.
+type tieredSupport struct{ pairs, alone int }
+
+// tieredTeacher tells whether path is a tiered policy file.
+func tieredTeacher(path string) bool {
+	if !env.IsPolicyFile(path) {
+		return false
+	}
+	b, err := os.ReadFile(path)
+	return err == nil && env.PolicyFileKind(b) == env.TieredPolicyKind
+}
+
+// runDistillTiered distils a tiered policy file (distill.RunTiered) on
+// Gavel's single-GPU protocol.
+func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp *tieredSupport, asJSON bool) error {
+	if out == "" {
+		return fmt.Errorf("--out is required")
+	}
+	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, TrainRates: distill.DefaultTieredTrainRates,
+		TrainSeeds: distill.DefaultTieredTrainSeeds, EvalRates: distill.DefaultTieredEvalRates}
+	if seeds != "" {
+		var err error
+		if cfg.EvalSeeds, err = report.ParseSeeds(seeds); err != nil {
+			return fmt.Errorf("--eval-seeds: %w", err)
+		}
+	}
+	a.log.Info("distill tiered", "teacher", teacher, "out", out, "pairs", tp.pairs, "alone", tp.alone, "eval_seeds", seeds)
+	sum, err := distill.RunTiered(cmd.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(a.stdout, sum)
+	}
+	return distill.WriteTieredSummary(a.stdout, sum)
 }

@@ -1,0 +1,103 @@
+package env
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// ColumnSupport restricts max_min_fairness_packed's LP to the columns a
+// teacher used: a distilled student of a tiered policy keeps the
+// teacher's tiers and solves the same LP over far fewer columns. Of the
+// ~1,250 columns a solve of the tiered policy builds on Gavel's
+// single-GPU protocol, about 11 have a positive value at the optimum,
+// and over whole runs a few dozen (job type, GPU type) and (job type,
+// job type, GPU type) combinations carry nearly all the time.
+//
+// A class's alone column on its fastest usable GPU type of the round is
+// always kept, so every job can run whatever the support. GPU types are
+// named, so a support applies to any cluster with those types; types it
+// does not name keep only that fastest alone column.
+type ColumnSupport struct {
+	alone map[supportKey]bool
+	pairs map[supportKey]bool
+}
+
+// supportKey is a job type alone (b < 0) or two job types (a <= b) on a
+// GPU type.
+type supportKey struct {
+	a, b int
+	gpu  string
+}
+
+// SupportColumn names one column of a support: a job type alone on a GPU
+// type (B empty), or two job types sharing it.
+type SupportColumn struct {
+	A, B string // job types of the throughput table
+	GPU  string // GPU type name
+}
+
+// NewColumnSupport builds a support from named columns of table t;
+// unknown job types are errors naming the column.
+func NewColumnSupport(t *ThroughputTable, cols []SupportColumn) (*ColumnSupport, error) {
+	s := &ColumnSupport{alone: map[supportKey]bool{}, pairs: map[supportKey]bool{}}
+	for i, c := range cols {
+		a := t.Model(c.A)
+		if a < 0 {
+			return nil, fmt.Errorf("support column %d: unknown job type %q", i, c.A)
+		}
+		if c.GPU == "" {
+			return nil, fmt.Errorf("support column %d: no GPU type", i)
+		}
+		if c.B == "" {
+			s.alone[supportKey{a, -1, c.GPU}] = true
+			continue
+		}
+		b := t.Model(c.B)
+		if b < 0 {
+			return nil, fmt.Errorf("support column %d: unknown job type %q", i, c.B)
+		}
+		s.pairs[supportKey{min(a, b), max(a, b), c.GPU}] = true
+	}
+	return s, nil
+}
+
+// Columns lists the support's columns by name, alone columns first, each
+// group sorted.
+func (s *ColumnSupport) Columns(t *ThroughputTable) []SupportColumn {
+	var out []SupportColumn
+	for k := range s.alone {
+		out = append(out, SupportColumn{A: t.Models[k.a], GPU: k.gpu})
+	}
+	for k := range s.pairs {
+		out = append(out, SupportColumn{A: t.Models[k.a], B: t.Models[k.b], GPU: k.gpu})
+	}
+	slices.SortFunc(out, func(x, y SupportColumn) int {
+		if (x.B == "") != (y.B == "") {
+			if x.B == "" {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.A+"\x00"+x.B+"\x00"+x.GPU, y.A+"\x00"+y.B+"\x00"+y.GPU)
+	})
+	return out
+}
+
+// Len is the number of columns in the support.
+func (s *ColumnSupport) Len() int { return len(s.alone) + len(s.pairs) }
+
+func (s *ColumnSupport) hasAlone(model int, gpu string) bool {
+	return s == nil || s.alone[supportKey{model, -1, gpu}]
+}
+
+func (s *ColumnSupport) hasPair(a, b int, gpu string) bool {
+	return s == nil || s.pairs[supportKey{min(a, b), max(a, b), gpu}]
+}
+
+// UsedColumn is a column with a positive value in the last solve of
+// max_min_fairness_packed's LP: job type A alone (B < 0) or A and B
+// together, on GPU type GPU (an index into the round's types).
+type UsedColumn struct {
+	A, B, GPU int
+}

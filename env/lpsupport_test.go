@@ -1,0 +1,201 @@
+package env
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tableRound is a round of n single-GPU jobs of random job types of the
+// bundled table on GPU types v100, p100 and k80 (counts given), with the
+// table's pair throughputs.
+func tableRound(t testing.TB, n int, counts []int, seed uint64) *RoundState {
+	t.Helper()
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"v100", "p100", "k80"}
+	gs := make([]int, len(names))
+	for i, name := range names {
+		if gs[i], err = tab.GPU(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(seed, 9))
+	s := &RoundState{Time: 36000, Types: names, Capacity: counts}
+	for i := range n {
+		m := rng.IntN(len(tab.Models))
+		s.Jobs = append(s.Jobs, RoundJob{ID: i, Type: m, Scale: 1, Priority: 1, Arrival: float64(300 * i), StepsTotal: 1e6,
+			StepsLeft: 1e6 * rng.Float64(), Attained: float64(600 * (n - i))})
+		for _, g := range gs {
+			s.Throughput = append(s.Throughput, tab.Throughput(m, g, 1, false))
+		}
+	}
+	s.Pair = func(a, b, j int) (float64, float64, bool) {
+		return tab.PairThroughput(s.Jobs[a].Type, s.Jobs[b].Type, gs[j], 1)
+	}
+	return s
+}
+
+// fullSupport names every column of the table on v100, p100 and k80.
+func fullSupport(t testing.TB) *ColumnSupport {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cols []SupportColumn
+	for _, g := range []string{"v100", "p100", "k80"} {
+		for a, ma := range tab.Models {
+			cols = append(cols, SupportColumn{A: ma, GPU: g})
+			for _, mb := range tab.Models[a:] {
+				cols = append(cols, SupportColumn{A: ma, B: mb, GPU: g})
+			}
+		}
+	}
+	s, err := NewColumnSupport(tab, cols)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func allocPacked(t *testing.T, p *MaxMinFairnessPacked, s *RoundState) ([]float64, []RoundPair) {
+	t.Helper()
+	x := make([]float64, len(s.Throughput))
+	if err := p.Allocate(s, x); err != nil {
+		t.Fatal(err)
+	}
+	var pairs []RoundPair
+	for _, pr := range p.Pairs(s) {
+		pairs = append(pairs, RoundPair{A: pr.A, B: pr.B, X: slices.Clone(pr.X)})
+	}
+	return x, pairs
+}
+
+// TestSupportRestrictsLP: a support of every column is the teacher's LP,
+// byte for byte; the teacher's own used columns give the same
+// allocation; an empty support keeps each class its fastest type alone
+// and pairs nothing; Used lists exactly the positive columns.
+func TestSupportRestrictsLP(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(6) {
+		s := tableRound(t, 30, []int{4, 4, 4}, seed)
+		teacher := &MaxMinFairnessPacked{TieDeficit: 5}
+		x0, p0 := allocPacked(t, teacher, s)
+		if len(p0) == 0 {
+			t.Fatalf("seed %d: the teacher pairs no jobs", seed)
+		}
+		// Used: every positive share and pair has its column.
+		used := map[UsedColumn]bool{}
+		for _, u := range teacher.Used() {
+			used[u] = true
+		}
+		for i, j := range s.Jobs {
+			for k := range s.Types {
+				if x0[i*3+k] > 0 && !used[UsedColumn{A: j.Type, B: -1, GPU: k}] {
+					t.Fatalf("seed %d: job %d's share on %s has no used column", seed, j.ID, s.Types[k])
+				}
+			}
+		}
+		var names []SupportColumn
+		for u := range used {
+			c := SupportColumn{A: tab.Models[u.A], GPU: s.Types[u.GPU]}
+			if u.B >= 0 {
+				c.B = tab.Models[u.B]
+			}
+			names = append(names, c)
+		}
+		own, err := NewColumnSupport(tab, names)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for name, sup := range map[string]*ColumnSupport{"every column": fullSupport(t), "the columns it used": own} {
+			x, p := allocPacked(t, &MaxMinFairnessPacked{TieDeficit: 5, Support: sup}, s)
+			if name == "every column" && (!reflect.DeepEqual(x, x0) || !reflect.DeepEqual(p, p0)) {
+				t.Fatalf("seed %d, %s: another allocation", seed, name)
+			}
+			if name != "every column" {
+				// The same optimum over fewer columns: the same max-min level
+				// and shares up to the LP's tolerance.
+				for i := range x {
+					if d := x[i] - x0[i]; d > 1e-6 || d < -1e-6 {
+						t.Fatalf("seed %d, %s: share %d %v, teacher %v", seed, name, i, x[i], x0[i])
+					}
+				}
+			}
+		}
+		empty, _ := NewColumnSupport(tab, nil)
+		x, p := allocPacked(t, &MaxMinFairnessPacked{TieDeficit: 5, Support: empty}, s)
+		if len(p) != 0 {
+			t.Fatalf("seed %d: empty support, pairs %v", seed, p)
+		}
+		for i, j := range s.Jobs {
+			row := s.Throughput[i*3 : i*3+3]
+			best := 0
+			for k := range row {
+				if row[k] > row[best] {
+					best = k
+				}
+			}
+			for k := range row {
+				if x[i*3+k] > 0 && k != best {
+					t.Fatalf("seed %d: job %d runs on %s, not its fastest type", seed, j.ID, s.Types[k])
+				}
+			}
+		}
+	}
+}
+
+// TestSupportFile: a tiered file's support round-trips by name, and
+// bad entries are refused naming them.
+func TestSupportFile(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sup, err := NewColumnSupport(tab, []SupportColumn{{A: "A3C", GPU: "v100"}, {A: "LM (batch size 5)", B: "A3C", GPU: "k80"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, r := DefaultTieredParams(false)
+	path := t.TempDir() + "/s.json"
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: sup}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseTieredPolicy(b)
+	if err != nil || p.Support == nil || !reflect.DeepEqual(p.Support.Columns(tab), sup.Columns(tab)) || p.Support.Len() != 2 {
+		t.Fatalf("round trip: %v %+v", err, p)
+	}
+	for bad, want := range map[string]string{
+		`{"alone": [["GPT-9", "v100"]], "pairs": []}`:       `unknown job type "GPT-9"`,
+		`{"alone": [["A3C", ""]], "pairs": []}`:             "no GPU type",
+		`{"alone": [], "pairs": [["A3C", "", "v100"]]}`:     "no second job type",
+		`{"alone": [], "pairs": [["A3C", "nope", "v100"]]}`: `unknown job type "nope"`,
+		`{"alone": [], "pairs": [], "extra": 1}`:            `unknown field "extra"`,
+	} {
+		var f map[string]any
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		f["support"] = json.RawMessage(bad)
+		doc, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParseTieredPolicy([]byte(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", bad, err, want)
+		}
+	}
+}
