@@ -56,7 +56,8 @@ type MaxMinFairnessPacked struct {
 	c1, c2  []float64
 	norm    []float64
 	pairs   []RoundPair
-	xbuf    []float64
+	xbuf    []float64 // the pairs' X, nt values each, in pair order
+	per     []float64 // one class pair's time per type
 	wk      []float64 // class tie-break weights (TieDeficit)
 }
 
@@ -312,7 +313,9 @@ func (p *MaxMinFairnessPacked) spreadPairs(s *RoundState, y []float64) {
 			continue
 		}
 		// Columns of one class pair are consecutive (built type by type).
-		per := make([]float64, nt)
+		p.per = lpGrow(p.per, nt)
+		per := p.per
+		clear(per)
 		used := false
 		w := v
 		for ; w < len(p.cols) && p.cols[w].k == c.k && p.cols[w].l == c.l; w++ {
@@ -358,6 +361,10 @@ func (p *MaxMinFairnessPacked) spreadPairs(s *RoundState, y []float64) {
 			}
 		}
 	}
+	// X slices into xbuf only once it has stopped growing.
+	for i := range p.pairs {
+		p.pairs[i].X = p.xbuf[i*nt : (i+1)*nt : (i+1)*nt]
+	}
 }
 
 func (p *MaxMinFairnessPacked) addPair(s *RoundState, i, k int, per []float64, frac float64) {
@@ -365,9 +372,8 @@ func (p *MaxMinFairnessPacked) addPair(s *RoundState, i, k int, per []float64, f
 	if a > b {
 		a, b = b, a
 	}
-	x := make([]float64, len(per))
-	for j, v := range per {
-		x[j] = math.Min(v*frac, 1)
+	for _, v := range per {
+		p.xbuf = append(p.xbuf, math.Min(v*frac, 1))
 	}
-	p.pairs = append(p.pairs, RoundPair{A: a, B: b, X: x})
+	p.pairs = append(p.pairs, RoundPair{A: a, B: b})
 }
