@@ -412,6 +412,7 @@ func FuzzParseTieredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load","log_remaining_h"],"weights":[0.69,-1,0,0,0,0,0,0],"log_priority_ratio":-1e999}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"max_upper_remaining_h":4}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"gang_guard_h":100}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"support":{"alone":[["A3C","v100"]],"pairs":[["A3C","LM (batch size 5)","k80"]]}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTieredPolicy(b)
@@ -489,6 +490,12 @@ func TestShippedPolicyFiles(t *testing.T) {
 		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered-tail.json" &&
 			(tp.GangGuardHours != 100 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || IsClairvoyant(tp)) {
 			t.Errorf("%s: guards %v %v h, tie weight %v, clairvoyant %v; want 100, 300, 5, false", path, tp.GangGuardHours, tp.AgeGuardHours, tp.TieDeficit, IsClairvoyant(tp))
+		}
+		// The student is the tail file's tiers over 45 alone and 20 pair
+		// columns (tegrl distill's defaults).
+		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered-student.json" &&
+			(tp.Support == nil || tp.Support.Len() != 65 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || tp.LogRatio != 1.024529424974006) {
+			t.Errorf("%s: support %v, age guard %v h, tie weight %v, log ratio %v", path, tp.Support, tp.AgeGuardHours, tp.TieDeficit, tp.LogRatio)
 		}
 	}
 }
