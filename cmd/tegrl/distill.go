@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/tegrl/tegrl/cmd/internal/flagtag"
 	"github.com/tegrl/tegrl/distill"
@@ -26,6 +27,19 @@ func newDistillCmd(a *app) *cobra.Command {
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if tieredTeacher(r.Teacher) {
+				var bad error
+				cmd.Flags().Visit(func(f *pflag.Flag) {
+					switch f.Name {
+					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "json", "log-level", "log-format":
+					default:
+						if bad == nil {
+							bad = fmt.Errorf("--%s does not apply to a tiered teacher (%s)", f.Name, r.Teacher)
+						}
+					}
+				})
+				if bad != nil {
+					return bad
+				}
 				seeds := "0-2"
 				if cmd.Flags().Changed("eval-seeds") {
 					seeds = r.Seeds

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/tegrl/tegrl/distill"
@@ -46,5 +47,26 @@ func TestDistillOnlineCommand(t *testing.T) {
 	var sum distill.Summary
 	if err := json.Unmarshal([]byte(out), &sum); err != nil || len(sum.Log) != 2 {
 		t.Fatalf("summary (%v): %s", err, out)
+	}
+}
+
+// TestDistillTieredFlags: a tiered teacher takes its own flags; the
+// network student's are refused, not ignored, and --out is required.
+func TestDistillTieredFlags(t *testing.T) {
+	teacher := "../../docs/policies/gavel-single-tiered-tail.json"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--out", t.TempDir(), "--hidden", "4"}, "--hidden does not apply to a tiered teacher"},
+		{[]string{"--out", t.TempDir(), "--machines", "10"}, "--machines does not apply to a tiered teacher"},
+		{nil, "--out is required"},
+		{[]string{"--out", t.TempDir(), "--support-alone", "-2", "--eval-seeds", ""}, "want >= 0"},
+		{[]string{"--out", t.TempDir(), "--eval-seeds", "x"}, "--eval-seeds"},
+	} {
+		_, _, err := run(t, append([]string{"distill", "--teacher", teacher}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }
