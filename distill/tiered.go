@@ -129,12 +129,6 @@ func (p *timedTiered) Allocate(s *env.RoundState, x []float64) error {
 	return err
 }
 
-// copyTiered is p's parameters in a policy of its own.
-func copyTiered(p *env.TieredPackedPolicy) *env.TieredPackedPolicy {
-	return &env.TieredPackedPolicy{Weights: slices.Clone(p.Weights), LogRatio: p.LogRatio, LoadSlope: p.LoadSlope, Clairvoyant: p.Clairvoyant,
-		MaxUpperHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Support: p.Support}
-}
-
 // RunTiered distils cfg.Teacher: it runs the teacher on the training
 // rates and seeds, keeps its most-used columns, writes the student to
 // cfg.Out/policy.json and, with evaluation seeds, compares the two and
@@ -170,7 +164,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	nt := len(cfg.TrainRates) * len(cfg.TrainSeeds)
 	runs := make([]*timedTiered, nt)
 	err = report.ForEach(ctx, nt, cfg.Workers, func(i int) error {
-		p := &timedTiered{TieredPackedPolicy: copyTiered(teacher), used: map[env.SupportColumn]int{}, table: tab}
+		p := &timedTiered{TieredPackedPolicy: teacher.Clone(), used: map[env.SupportColumn]int{}, table: tab}
 		runs[i] = p
 		_, err := report.RunGPU(report.GPURunConfig{Scenario: tieredScenario, Rate: cfg.TrainRates[i/len(cfg.TrainSeeds)],
 			Seed: cfg.TrainSeeds[i%len(cfg.TrainSeeds)], Policy: "teacher", New: func() env.AllocationPolicy { return p }})
@@ -206,7 +200,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		}
 	}
 	sum.Covered = covered
-	student := copyTiered(teacher)
+	student := teacher.Clone()
 	if student.Support, err = env.NewColumnSupport(tab, support); err != nil {
 		return nil, err
 	}
@@ -278,7 +272,7 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 		run := report.GPURunConfig{Scenario: tieredScenario, Rate: cfg.EvalRates[ri], Seed: cfg.EvalSeeds[si], Policy: TieredBaseline}
 		var p *timedTiered
 		if pi < 2 {
-			p = &timedTiered{TieredPackedPolicy: copyTiered([]*env.TieredPackedPolicy{teacher, student}[pi])}
+			p = &timedTiered{TieredPackedPolicy: []*env.TieredPackedPolicy{teacher, student}[pi].Clone()}
 			run.Policy, run.New = []string{"teacher", "student"}[pi], func() env.AllocationPolicy { return p }
 		}
 		m, err := report.RunGPU(run)

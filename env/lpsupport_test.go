@@ -199,3 +199,27 @@ func TestSupportFile(t *testing.T) {
 		}
 	}
 }
+
+// TestTieredClone: a clone has every exported parameter of the original
+// (set to non-zero values here) and weights of its own.
+func TestTieredClone(t *testing.T) {
+	sup := fullSupport(t)
+	p := &TieredPackedPolicy{Weights: []float64{1, 2}, LogRatio: 1, LoadSlope: -1, Clairvoyant: true, MaxUpperHours: 4,
+		GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5, Support: sup}
+	c := p.Clone()
+	v, w := reflect.ValueOf(p).Elem(), reflect.ValueOf(c).Elem()
+	for i := range v.NumField() {
+		if f := v.Type().Field(i); f.IsExported() {
+			if v.Field(i).IsZero() {
+				t.Fatalf("field %s is zero in the original: set it", f.Name)
+			}
+			if !reflect.DeepEqual(v.Field(i).Interface(), w.Field(i).Interface()) {
+				t.Errorf("field %s: %v, want %v", f.Name, w.Field(i), v.Field(i))
+			}
+		}
+	}
+	c.Weights[0] = 9
+	if p.Weights[0] != 1 {
+		t.Fatal("the clone shares its weights")
+	}
+}

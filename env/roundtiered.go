@@ -131,6 +131,13 @@ func (p *TieredPackedPolicy) Name() string {
 // IsClairvoyant implements ClairvoyantPolicy.
 func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant || p.MaxUpperHours > 0 }
 
+// Clone is a policy with p's parameters and buffers of its own (the
+// support, never written, is shared).
+func (p *TieredPackedPolicy) Clone() *TieredPackedPolicy {
+	return &TieredPackedPolicy{Weights: slices.Clone(p.Weights), LogRatio: p.LogRatio, LoadSlope: p.LoadSlope, Clairvoyant: p.Clairvoyant,
+		MaxUpperHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Support: p.Support}
+}
+
 // Used lists the columns with a positive value in the last allocation's
 // LP (MaxMinFairnessPacked.Used).
 func (p *TieredPackedPolicy) Used() []UsedColumn { return p.lp.Used() }

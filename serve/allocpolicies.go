@@ -80,9 +80,8 @@ func (lp *learnedPolicy) policy() env.AllocationPolicy {
 	if p, ok := lp.idle.Get().(env.AllocationPolicy); ok {
 		return p
 	}
-	if t := lp.tiered; t != nil {
-		return &env.TieredPackedPolicy{Weights: slices.Clone(lp.weights), LogRatio: t.LogRatio, LoadSlope: t.LoadSlope,
-			GangGuardHours: t.GangGuardHours, AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit, Support: t.Support}
+	if lp.tiered != nil {
+		return lp.tiered.Clone()
 	}
 	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights), Exchange: lp.exchange}
 }
