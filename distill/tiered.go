@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,9 +31,12 @@ import (
 // and seeds, and the single-GPU protocol's largest-gap rates for the
 // evaluation.
 var (
-	DefaultTieredTrainRates = []float64{5.8, 6.4, 7.0}
-	DefaultTieredTrainSeeds = []uint64{100, 101}
-	DefaultTieredEvalRates  = []float64{5.8, 6.0, 6.2}
+	// DefaultSupportMaxLogLoad is the load past which a student solves the
+	// full LP (env.ColumnSupport.MaxLogLoad).
+	DefaultSupportMaxLogLoad = math.Inf(1)
+	DefaultTieredTrainRates  = []float64{5.8, 6.4, 7.0}
+	DefaultTieredTrainSeeds  = []uint64{100, 101}
+	DefaultTieredEvalRates   = []float64{5.8, 6.0, 6.2}
 )
 
 const (
@@ -57,11 +61,14 @@ type TieredConfig struct {
 	// Pairs and Alone are the support's size: the most-used pair and
 	// alone columns of the teacher's training runs.
 	Pairs, Alone int
-	TrainRates   []float64 // jobs/h on the Gavel cluster, single-GPU jobs
-	TrainSeeds   []uint64
-	EvalRates    []float64
-	EvalSeeds    []uint64 // empty: no evaluation
-	Workers      int      // runs at once; 0 = GOMAXPROCS
+	// MaxLogLoad is the support's env.ColumnSupport.MaxLogLoad: past
+	// this load the student solves the full LP (+Inf: never).
+	MaxLogLoad float64
+	TrainRates []float64 // jobs/h on the Gavel cluster, single-GPU jobs
+	TrainSeeds []uint64
+	EvalRates  []float64
+	EvalSeeds  []uint64 // empty: no evaluation
+	Workers    int      // runs at once; 0 = GOMAXPROCS
 }
 
 // TieredEval is one evaluation rate over the seeds: average JCT (hours)
@@ -137,6 +144,8 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	switch {
 	case cfg.Teacher == "" || cfg.Out == "":
 		return nil, fmt.Errorf("distill: a teacher and an output folder are needed")
+	case math.IsNaN(cfg.MaxLogLoad):
+		return nil, fmt.Errorf("distill: the support's largest load is not a number")
 	case cfg.Pairs < 0 || cfg.Alone < 0:
 		return nil, fmt.Errorf("distill: support of %d pair and %d alone columns: want >= 0", cfg.Pairs, cfg.Alone)
 	case len(cfg.TrainRates) == 0 || len(cfg.TrainSeeds) == 0:
@@ -204,6 +213,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	if student.Support, err = env.NewColumnSupport(tab, support); err != nil {
 		return nil, err
 	}
+	student.Support.MaxLogLoad = cfg.MaxLogLoad
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}

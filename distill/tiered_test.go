@@ -3,6 +3,7 @@ package distill
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,7 +21,7 @@ const tailTeacher = "../docs/policies/gavel-single-tiered-tail.json"
 // teacher's parameters.
 func TestRunTiered(t *testing.T) {
 	run := func(dir string) ([]byte, *TieredSummary) {
-		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12,
+		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12, MaxLogLoad: math.Inf(1),
 			TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
 		if err != nil {
 			t.Fatal(err)

@@ -2,6 +2,7 @@ package env
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -19,6 +20,13 @@ import (
 // named, so a support applies to any cluster with those types; types it
 // does not name keep only that fastest alone column.
 type ColumnSupport struct {
+	// MaxLogLoad is the cluster load (log_load: the log of the GPUs the
+	// active jobs ask for over the cluster's GPUs) past which the policy
+	// solves its full LP: near capacity a teacher needs pairs that its
+	// light-load support leaves out. +Inf (NewColumnSupport's) keeps the
+	// support at every load.
+	MaxLogLoad float64
+
 	alone map[supportKey]bool
 	pairs map[supportKey]bool
 }
@@ -40,7 +48,7 @@ type SupportColumn struct {
 // NewColumnSupport builds a support from named columns of table t;
 // unknown job types are errors naming the column.
 func NewColumnSupport(t *ThroughputTable, cols []SupportColumn) (*ColumnSupport, error) {
-	s := &ColumnSupport{alone: map[supportKey]bool{}, pairs: map[supportKey]bool{}}
+	s := &ColumnSupport{MaxLogLoad: math.Inf(1), alone: map[supportKey]bool{}, pairs: map[supportKey]bool{}}
 	for i, c := range cols {
 		a := t.Model(c.A)
 		if a < 0 {

@@ -2,6 +2,7 @@ package env
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"reflect"
@@ -221,5 +222,62 @@ func TestTieredClone(t *testing.T) {
 	c.Weights[0] = 9
 	if p.Weights[0] != 1 {
 		t.Fatal("the clone shares its weights")
+	}
+}
+
+// TestSupportMaxLogLoad: past the support's largest load the student
+// solves the full LP (the teacher's allocation); below it, its support's.
+// The limit round-trips through the file and is bounded.
+func TestSupportMaxLogLoad(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tableRound(t, 30, []int{4, 4, 4}, 3) // 30 jobs on 12 GPUs: log_load 0.92
+	w, r := DefaultTieredParams(false)
+	teacher := &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: 5}
+	x0 := make([]float64, len(s.Throughput))
+	if err := teacher.Allocate(s, x0); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		max  float64
+		full bool
+	}{{0.9, true}, {0.95, false}} {
+		empty, _ := NewColumnSupport(tab, nil)
+		empty.MaxLogLoad = tc.max
+		st := teacher.Clone()
+		st.Support = empty
+		x := make([]float64, len(s.Throughput))
+		if err := st.Allocate(s, x); err != nil {
+			t.Fatal(err)
+		}
+		if got := reflect.DeepEqual(x, x0) && len(st.Pairs(s)) > 0; got != tc.full {
+			t.Errorf("max log load %v at 0.92: the teacher's allocation %v, want %v", tc.max, got, tc.full)
+		}
+	}
+	sup, _ := NewColumnSupport(tab, []SupportColumn{{A: "A3C", GPU: "v100"}})
+	sup.MaxLogLoad = 0.25
+	path := t.TempDir() + "/s.json"
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: sup}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseTieredPolicy(b)
+	if err != nil || p.Support.MaxLogLoad != 0.25 {
+		t.Fatalf("round trip: %v %+v", err, p.Support)
+	}
+	bad := strings.Replace(string(b), `"max_log_load": 0.25`, `"max_log_load": 11`, 1)
+	if _, err := ParseTieredPolicy([]byte(bad)); err == nil || !strings.Contains(err.Error(), "max_log_load") {
+		t.Fatalf("max_log_load 11: %v", err)
+	}
+	// Without the field the support holds at every load.
+	nolimit := strings.Replace(string(b), `"max_log_load": 0.25`, `"alone_note": 0`, 1)
+	if p, err := ParseTieredPolicy([]byte(strings.Replace(nolimit, `,
+    "alone_note": 0`, "", 1))); err != nil || !math.IsInf(p.Support.MaxLogLoad, 1) {
+		t.Fatalf("no limit: %v", err)
 	}
 }

@@ -180,8 +180,11 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if err := p.check(); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	p.lp.TieDeficit, p.lp.Support = p.TieDeficit, p.Support
 	p.load = logLoad(s)
+	p.lp.TieDeficit, p.lp.Support = p.TieDeficit, p.Support
+	if p.Support != nil && p.load > p.Support.MaxLogLoad {
+		p.lp.Support = nil // past the support's load: the full LP
+	}
 	ratio := math.Exp(max(-maxTieredLogRatio, min(maxTieredLogRatio, p.LogRatio+p.LoadSlope*p.load)))
 	p.jobs = append(p.jobs[:0], s.Jobs...)
 	for i := range p.jobs {
@@ -289,6 +292,8 @@ type TieredPolicyFile struct {
 type SupportFile struct {
 	Alone [][2]string `json:"alone"`
 	Pairs [][3]string `json:"pairs"`
+	// MaxLogLoad is ColumnSupport.MaxLogLoad (absent: every load).
+	MaxLogLoad *float64 `json:"max_log_load,omitempty"`
 }
 
 // TieredPolicyKind is the kind field of a tiered policy file.
@@ -332,6 +337,12 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 		if p.Support, err = NewColumnSupport(t, cols); err != nil {
 			return nil, fmt.Errorf("tiered policy: %w", err)
 		}
+		if m := f.Support.MaxLogLoad; m != nil {
+			if !(math.Abs(*m) <= maxTieredLogRatio) {
+				return nil, fmt.Errorf("tiered policy: support max_log_load %v: want a number within ±%v", *m, maxTieredLogRatio)
+			}
+			p.Support.MaxLogLoad = *m
+		}
 	}
 	return p, nil
 }
@@ -355,6 +366,9 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 			return err
 		}
 		f.Support = &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}}
+		if m := p.Support.MaxLogLoad; !math.IsInf(m, 1) {
+			f.Support.MaxLogLoad = &m
+		}
 		for _, c := range p.Support.Columns(t) {
 			if c.B == "" {
 				f.Support.Alone = append(f.Support.Alone, [2]string{c.A, c.GPU})

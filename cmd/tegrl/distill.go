@@ -30,7 +30,7 @@ func newDistillCmd(a *app) *cobra.Command {
 				var bad error
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "json", "log-level", "log-format":
+					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "support-max-log-load", "json", "log-level", "log-format":
 					default:
 						if bad == nil {
 							bad = fmt.Errorf("--%s does not apply to a tiered teacher (%s)", f.Name, r.Teacher)
@@ -62,11 +62,15 @@ func newDistillCmd(a *app) *cobra.Command {
 	fl.StringVar(&r.Seeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips; a tiered teacher: 0-2, compared with max_min_fairness_packed)")
 	fl.IntVar(&tp.pairs, "support-pairs", distill.DefaultSupportPairs, "a tiered teacher: the most-used pair columns its student keeps")
 	fl.IntVar(&tp.alone, "support-alone", distill.DefaultSupportAlone, "a tiered teacher: the most-used alone columns its student keeps")
+	fl.Float64Var(&tp.maxLoad, "support-max-log-load", distill.DefaultSupportMaxLogLoad, "a tiered teacher: past this cluster load (log of GPUs asked over GPUs) its student solves the full LP")
 	return cmd
 }
 
 // tieredSupport are the support sizes of a tiered teacher's student.
-type tieredSupport struct{ pairs, alone int }
+type tieredSupport struct {
+	pairs, alone int
+	maxLoad      float64
+}
 
 // tieredTeacher tells whether path is a tiered policy file.
 func tieredTeacher(path string) bool {
@@ -83,7 +87,7 @@ func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp
 	if out == "" {
 		return fmt.Errorf("--out is required")
 	}
-	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, TrainRates: distill.DefaultTieredTrainRates,
+	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, MaxLogLoad: tp.maxLoad, TrainRates: distill.DefaultTieredTrainRates,
 		TrainSeeds: distill.DefaultTieredTrainSeeds, EvalRates: distill.DefaultTieredEvalRates}
 	if seeds != "" {
 		var err error
