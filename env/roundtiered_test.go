@@ -492,9 +492,9 @@ func TestShippedPolicyFiles(t *testing.T) {
 			t.Errorf("%s: guards %v %v h, tie weight %v, clairvoyant %v; want 100, 300, 5, false", path, tp.GangGuardHours, tp.AgeGuardHours, tp.TieDeficit, IsClairvoyant(tp))
 		}
 		// The student is the tail file's tiers over 45 alone and 20 pair
-		// columns (tegrl distill's defaults).
+		// columns up to log_load 0.45 (tegrl distill's defaults).
 		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered-student.json" &&
-			(tp.Support == nil || tp.Support.Len() != 65 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || tp.LogRatio != 1.024529424974006) {
+			(tp.Support == nil || tp.Support.Len() != 65 || tp.Support.MaxLogLoad != 0.45 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || tp.LogRatio != 1.024529424974006) {
 			t.Errorf("%s: support %v, age guard %v h, tie weight %v, log ratio %v", path, tp.Support, tp.AgeGuardHours, tp.TieDeficit, tp.LogRatio)
 		}
 	}
