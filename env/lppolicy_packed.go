@@ -43,6 +43,11 @@ type MaxMinFairnessPacked struct {
 	// Support, when set, keeps only its columns (and each class's alone
 	// column on its fastest usable type): a distilled student's LP.
 	Support *ColumnSupport
+	// MaxPairColumns, when positive, refuses (ErrRoundTooLarge) a round
+	// whose LP would have more pair columns, before the LP is built: its
+	// cost grows with the cube of the job classes, and a service bounds
+	// what one request may cost. 0 leaves only the simulator's bound.
+	MaxPairColumns int
 
 	used    []UsedColumn
 	lp      lpSolver
@@ -120,6 +125,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 		}
 	}
 	if s.Pair != nil {
+		alone := len(p.cols)
 		for k, i := range p.first {
 			for l := k; l < nc; l++ {
 				i2 := p.first[l]
@@ -135,6 +141,9 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 						continue
 					}
 					p.cols = append(p.cols, packCol{k: k, l: l, j: j, tk: ti * p.norm[k], tl: tk * p.norm[l]})
+					if p.MaxPairColumns > 0 && len(p.cols)-alone > p.MaxPairColumns {
+						return fmt.Errorf("%s: more than %d pair columns: %w", p.Name(), p.MaxPairColumns, ErrRoundTooLarge)
+					}
 				}
 			}
 		}
@@ -211,7 +220,6 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	if err != nil {
 		return fmt.Errorf("%s: LP over %d job classes and %d columns: %w", p.Name(), nc, len(p.cols), err)
 	}
-	p.used = p.used[:0]
 	for v, c := range p.cols {
 		if y[v] > 0 {
 			u := UsedColumn{A: s.Jobs[p.first[c.k]].Type, B: -1, GPU: c.j}

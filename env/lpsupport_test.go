@@ -2,6 +2,7 @@ package env
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -206,7 +207,7 @@ func TestSupportFile(t *testing.T) {
 func TestTieredClone(t *testing.T) {
 	sup := fullSupport(t)
 	p := &TieredPackedPolicy{Weights: []float64{1, 2}, LogRatio: 1, LoadSlope: -1, Clairvoyant: true, MaxUpperHours: 4,
-		GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5, Support: sup}
+		GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5, Support: sup, MaxPairColumns: 8000}
 	c := p.Clone()
 	v, w := reflect.ValueOf(p).Elem(), reflect.ValueOf(c).Elem()
 	for i := range v.NumField() {
@@ -279,5 +280,20 @@ func TestSupportMaxLogLoad(t *testing.T) {
 	if p, err := ParseTieredPolicy([]byte(strings.Replace(nolimit, `,
     "alone_note": 0`, "", 1))); err != nil || !math.IsInf(p.Support.MaxLogLoad, 1) {
 		t.Fatalf("no limit: %v", err)
+	}
+}
+
+// TestMaxPairColumns: a round with more pair columns than the limit is
+// refused with ErrRoundTooLarge; under it the allocation is unchanged.
+func TestMaxPairColumns(t *testing.T) {
+	s := tableRound(t, 30, []int{4, 4, 4}, 1)
+	x0, p0 := allocPacked(t, &MaxMinFairnessPacked{}, s)
+	x, p := allocPacked(t, &MaxMinFairnessPacked{MaxPairColumns: 1 << 20}, s)
+	if !reflect.DeepEqual(x, x0) || !reflect.DeepEqual(p, p0) {
+		t.Fatal("a limit above the round changed its allocation")
+	}
+	err := (&MaxMinFairnessPacked{MaxPairColumns: 10}).Allocate(s, make([]float64, len(s.Throughput)))
+	if !errors.Is(err, ErrRoundTooLarge) || !strings.Contains(err.Error(), "more than 10 pair columns") {
+		t.Fatalf("limit 10: %v", err)
 	}
 }

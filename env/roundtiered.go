@@ -78,6 +78,8 @@ type TieredPackedPolicy struct {
 	// Support, when set, restricts the LP to these columns: a student
 	// distilled from a tiered teacher (ColumnSupport).
 	Support *ColumnSupport
+	// MaxPairColumns is the LP's MaxMinFairnessPacked.MaxPairColumns.
+	MaxPairColumns int
 
 	lp   MaxMinFairnessPacked
 	jobs []RoundJob
@@ -135,7 +137,8 @@ func (p *TieredPackedPolicy) IsClairvoyant() bool { return p.Clairvoyant || p.Ma
 // support, never written, is shared).
 func (p *TieredPackedPolicy) Clone() *TieredPackedPolicy {
 	return &TieredPackedPolicy{Weights: slices.Clone(p.Weights), LogRatio: p.LogRatio, LoadSlope: p.LoadSlope, Clairvoyant: p.Clairvoyant,
-		MaxUpperHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Support: p.Support}
+		MaxUpperHours: p.MaxUpperHours, GangGuardHours: p.GangGuardHours, AgeGuardHours: p.AgeGuardHours, TieDeficit: p.TieDeficit, Support: p.Support,
+		MaxPairColumns: p.MaxPairColumns}
 }
 
 // Used lists the columns with a positive value in the last allocation's
@@ -181,7 +184,7 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
 	p.load = logLoad(s)
-	p.lp.TieDeficit, p.lp.Support = p.TieDeficit, p.Support
+	p.lp.TieDeficit, p.lp.Support, p.lp.MaxPairColumns = p.TieDeficit, p.Support, p.MaxPairColumns
 	if p.Support != nil && p.load > p.Support.MaxLogLoad {
 		p.lp.Support = nil // past the support's load: the full LP
 	}

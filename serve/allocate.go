@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -92,56 +93,9 @@ func checkLPSize(req *AllocateRequest) error {
 	return nil
 }
 
-// packedColumns counts the pair columns of the packed LP policy
-// answering st: its classes are jobs of one type, gang size and priority
-// (for a tiered policy, each class with two or more jobs may split in
-// two), and a column is two classes of one gang size that the table lets
-// share a GPU type, on that type.
-func packedColumns(st *env.RoundState, tiered bool) int {
-	type class struct {
-		typ, scale int
-		prio       float64
-	}
-	first := map[class]int{} // class -> a job of it (index into st.Jobs)
-	count := map[class]int{}
-	var reps []int
-	for i, j := range st.Jobs {
-		c := class{j.Type, j.Scale, j.Priority}
-		if _, ok := first[c]; !ok {
-			first[c] = i
-			reps = append(reps, i)
-		}
-		count[c]++
-		if tiered && count[c] == 2 {
-			reps = append(reps, i)
-		}
-	}
-	cols := 0
-	for a, i := range reps {
-		for _, k := range reps[a:] {
-			if st.Jobs[i].Scale != st.Jobs[k].Scale {
-				continue
-			}
-			for t := range st.Types {
-				if _, _, ok := st.Pair(i, k, t); ok {
-					cols++
-				}
-			}
-			if cols > maxPackedColumns {
-				return cols // enough to refuse; the rest would only cost time
-			}
-		}
-	}
-	return cols
-}
-
-// checkPackedSize refuses a round too large for a packed LP policy.
-func checkPackedSize(st *env.RoundState, tiered bool) error {
-	if n := packedColumns(st, tiered); n > maxPackedColumns {
-		return &fieldError{"jobs", fmt.Sprintf("the packed LP would have more than %d pair columns: its cost grows with the cube of the distinct (model, scale, priority) classes; send fewer distinct priorities or split the round", maxPackedColumns)}
-	}
-	return nil
-}
+// errPackedTooLarge is the answer to a round whose packed LP
+// (env.MaxMinFairnessPacked.MaxPairColumns) would exceed maxPackedColumns.
+var errPackedTooLarge = &fieldError{"jobs", fmt.Sprintf("the packed LP would have more than %d pair columns: its cost grows with the cube of the distinct (model, scale, priority) classes; send fewer distinct priorities or split the round", maxPackedColumns)}
 
 // AllocateRequest is the body of POST /v1/allocate.
 type AllocateRequest struct {
@@ -319,12 +273,10 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 		if err != nil {
 			return nil, err
 		}
-		if lp.tiered != nil {
-			if err := checkPackedSize(st, true); err != nil {
-				return nil, err
-			}
-		}
 		x, pairs, err := allocateLearned(lp, st, req.previous(st))
+		if lp.tiered != nil && errors.Is(err, env.ErrRoundTooLarge) {
+			return nil, errPackedTooLarge
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -348,10 +300,9 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 	if err != nil {
 		return nil, err
 	}
-	if _, ok := pol.(*env.MaxMinFairnessPacked); ok {
-		if err := checkPackedSize(st, false); err != nil {
-			return nil, err
-		}
+	packed, ok := pol.(*env.MaxMinFairnessPacked)
+	if ok {
+		packed.MaxPairColumns = maxPackedColumns
 	}
 	if err := checkLPSize(req); err != nil {
 		return nil, err
@@ -364,6 +315,9 @@ func allocate(tab *env.ThroughputTable, req *AllocateRequest, learned *allocPoli
 	var pairs []env.RoundPair
 	if len(st.Jobs) > 0 {
 		if err := pol.Allocate(st, x); err != nil {
+			if packed != nil && errors.Is(err, env.ErrRoundTooLarge) {
+				return nil, errPackedTooLarge
+			}
 			return nil, fmt.Errorf("policy %s: %w", req.Policy, err)
 		}
 		if pp, ok := pol.(env.PackingPolicy); ok {

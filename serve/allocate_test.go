@@ -247,8 +247,9 @@ func TestAllocateRefusesPolicyFiles(t *testing.T) {
 }
 
 // TestAllocateLPSize: a round whose packed LP would be too large
-// (a priority per job makes a class per job) is a 400 on jobs for the
-// packed LP policies, before any LP is built; every job type and gang
+// (120 priorities make 120 classes, under the simulator's own bound) is
+// a 400 on jobs for the packed LP policies, before any LP is built (the
+// limit is env.MaxMinFairnessPacked.MaxPairColumns); every job type and gang
 // size of the table in both tiers is well within the bound, and other
 // policies take the large round.
 func TestAllocateLPSize(t *testing.T) {
@@ -261,7 +262,7 @@ func TestAllocateLPSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	wide := AllocateRequest{TimeS: 1e5, GPUs: []AllocateGPU{{"v100", 36}, {"p100", 36}, {"k80", 36}}}
-	for i := range 200 {
+	for i := range 120 {
 		wide.Jobs = append(wide.Jobs, AllocateJob{ID: i, Model: "ResNet-18 (batch size 16)", Scale: 1, StepsTotal: 1000, StepsLeft: 1000, Priority: 1 + float64(i)/1000})
 	}
 	every := AllocateRequest{TimeS: 1e5, GPUs: wide.GPUs}
@@ -278,7 +279,7 @@ func TestAllocateLPSize(t *testing.T) {
 	for _, pol := range []string{"max_min_fairness_packed", "tail"} {
 		wide.Policy, every.Policy = pol, pol
 		if _, err := allocate(tab, &wide, learned); err == nil || !strings.HasPrefix(err.Error(), "jobs: the packed LP would have more than") {
-			t.Errorf("%s, 200 classes: %v", pol, err)
+			t.Errorf("%s, 120 classes: %v", pol, err)
 		}
 		resp, err := allocate(tab, &every, learned)
 		if err != nil {

@@ -81,7 +81,9 @@ func (lp *learnedPolicy) policy() env.AllocationPolicy {
 		return p
 	}
 	if lp.tiered != nil {
-		return lp.tiered.Clone()
+		p := lp.tiered.Clone()
+		p.MaxPairColumns = maxPackedColumns
+		return p
 	}
 	return &env.ScoredPolicy{Weights: slices.Clone(lp.weights), Exchange: lp.exchange}
 }
