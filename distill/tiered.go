@@ -6,8 +6,9 @@ package distill
 // every pair of classes sharing one), of which about 11 are positive at
 // the optimum. The student keeps the teacher's tiers and parameters and
 // solves the same LP over the columns the teacher used most on the
-// training runs (env.ColumnSupport): the same decisions where the teacher
-// keeps to them, at a fraction of the cost.
+// training runs, in two bands of cluster load (env.ColumnSupport): the
+// same decisions where the teacher keeps to them, at a fraction of the
+// cost.
 
 import (
 	"cmp"
@@ -28,21 +29,21 @@ import (
 )
 
 // Defaults of a tiered distillation: the tiered preset's training rates
-// and seeds, and the single-GPU protocol's largest-gap rates for the
-// evaluation.
+// and seeds, and for the evaluation the single-GPU protocol's
+// largest-gap rates and 7.0 jobs/h, near capacity.
 var (
-	// DefaultSupportMaxLogLoad is the load past which a student solves the
-	// full LP (env.ColumnSupport.MaxLogLoad). Of no limit, 0.45, 0.35,
-	// 0.25 and 0.15 (validation seeds 102-104, 20 pairs and 45 alone
-	// columns), 0.45 is the lowest that keeps the student 10x faster at
-	// 6.2 jobs/h (11.2x, 99% of the improvement kept); without a limit it
-	// falls behind max_min_fairness_packed at 7.0 jobs/h (26.29 against
-	// 24.69 h), with 0.45 it stays ahead (23.98 h, 54% of the teacher's
-	// improvement kept); 0.35 keeps 91% there but is 8.2x at 6.2 jobs/h.
-	DefaultSupportMaxLogLoad = 0.45
+	// DefaultSupportMaxLogLoad is the load past which a student leaves
+	// its low-load support for its high-load one
+	// (env.ColumnSupport.MaxLogLoad). On validation seeds 102-104, with
+	// 40 alone and 40 pair columns above it: 0.25 keeps 102% and 99% of
+	// the teacher's improvement at 6.2 and 7.0 jobs/h, 0.30 100% and
+	// 93%, 0.35 96% and 78%. With the full LP above the limit instead,
+	// 0.45 was needed to stay 10x faster at 6.2 jobs/h, and kept 54% at
+	// 7.0.
+	DefaultSupportMaxLogLoad = 0.25
 	DefaultTieredTrainRates  = []float64{5.8, 6.4, 7.0}
 	DefaultTieredTrainSeeds  = []uint64{100, 101}
-	DefaultTieredEvalRates   = []float64{5.8, 6.0, 6.2}
+	DefaultTieredEvalRates   = []float64{5.8, 6.0, 6.2, 7.0}
 )
 
 const (
@@ -54,6 +55,14 @@ const (
 	// columns kept 96-98%, 15 pairs 93-99%).
 	DefaultSupportPairs = 20
 	DefaultSupportAlone = 45
+	// DefaultSupportHighPairs and DefaultSupportHighAlone are the
+	// most-used pair and alone columns, at loads past the limit, of the
+	// high-load support: of 30/30, 45/30, 56/25, 45/35, 50/35, 40/40,
+	// 45/40 and all 56/40 (validation seeds 102-104, 45/20 below the
+	// limit), the smallest that kept at least 97% of the improvement at
+	// 7.0 jobs/h (98.6%; 45/35 kept 94%, 30/30 92%).
+	DefaultSupportHighPairs = 40
+	DefaultSupportHighAlone = 40
 	// TieredBaseline is the best baseline the improvement is measured
 	// against on the single-GPU protocol.
 	TieredBaseline = "max_min_fairness_packed"
@@ -68,13 +77,18 @@ type TieredConfig struct {
 	// alone columns of the teacher's training runs.
 	Pairs, Alone int
 	// MaxLogLoad is the support's env.ColumnSupport.MaxLogLoad: past
-	// this load the student solves the full LP (+Inf: never).
+	// this load the student uses its high-load support (+Inf: never).
 	MaxLogLoad float64
-	TrainRates []float64 // jobs/h on the Gavel cluster, single-GPU jobs
-	TrainSeeds []uint64
-	EvalRates  []float64
-	EvalSeeds  []uint64 // empty: no evaluation
-	Workers    int      // runs at once; 0 = GOMAXPROCS
+	// HighPairs and HighAlone are the high-load support's size: the
+	// most-used columns of the teacher's solves past MaxLogLoad. With
+	// HighFull the student solves the full LP there instead.
+	HighPairs, HighAlone int
+	HighFull             bool
+	TrainRates           []float64 // jobs/h on the Gavel cluster, single-GPU jobs
+	TrainSeeds           []uint64
+	EvalRates            []float64
+	EvalSeeds            []uint64 // empty: no evaluation
+	Workers              int      // runs at once; 0 = GOMAXPROCS
 }
 
 // TieredEval is one evaluation rate over the seeds: average JCT (hours)
@@ -103,24 +117,38 @@ type TieredSummary struct {
 	TrainSeeds    []uint64     `json:"train_seeds"`
 	Solves        int          `json:"train_solves"`
 	UsedColumns   float64      `json:"teacher_used_columns_per_solve"`
-	AloneUsed     int          `json:"alone_columns_used"`
-	PairsUsed     int          `json:"pair_columns_used"`
-	AloneKept     int          `json:"alone_columns_kept"`
-	PairsKept     int          `json:"pair_columns_kept"`
-	Covered       float64      `json:"used_time_covered"`
+	Bands         []TieredBand `json:"bands"`
 	EvalSeeds     []uint64     `json:"eval_seeds"`
 	Eval          []TieredEval `json:"eval"`
+}
+
+// TieredBand is one load band of the student's support: the teacher's
+// solves at those loads, the distinct alone and pair columns they used,
+// those kept and the share of the band's column uses they cover. Full
+// marks a band where the student solves the full LP.
+type TieredBand struct {
+	MaxLogLoad *float64 `json:"max_log_load,omitempty"` // absent: every load above the band below
+	Full       bool     `json:"full_lp,omitempty"`
+	Solves     int      `json:"train_solves"`
+	AloneUsed  int      `json:"alone_columns_used"`
+	PairsUsed  int      `json:"pair_columns_used"`
+	AloneKept  int      `json:"alone_columns_kept"`
+	PairsKept  int      `json:"pair_columns_kept"`
+	Covered    float64  `json:"used_time_covered"`
 }
 
 // timedTiered is a tiered policy whose allocations are timed and whose
 // used columns are counted (by GPU type name).
 type timedTiered struct {
 	*env.TieredPackedPolicy
-	took   time.Duration
-	n      int
-	used   map[env.SupportColumn]int
-	table  *env.ThroughputTable
-	solves int
+	took time.Duration
+	n    int
+	// used counts, when not nil, the columns of the solves at loads up
+	// to maxLoad ([0]) and past it ([1]); solves counts those solves.
+	used    [2]map[env.SupportColumn]int
+	maxLoad float64
+	solves  [2]int
+	table   *env.ThroughputTable
 }
 
 func (p *timedTiered) Allocate(s *env.RoundState, x []float64) error {
@@ -128,15 +156,19 @@ func (p *timedTiered) Allocate(s *env.RoundState, x []float64) error {
 	err := p.TieredPackedPolicy.Allocate(s, x)
 	p.took += time.Since(t0)
 	p.n++
-	if err == nil && p.used != nil {
-		p.solves++
+	if err == nil && p.used[0] != nil {
+		b := 0
+		if env.LogLoad(s) > p.maxLoad {
+			b = 1
+		}
+		p.solves[b]++
 		for _, u := range p.Used() {
 			c := env.SupportColumn{A: p.table.Models[u.A], GPU: s.Types[u.GPU]}
 			if u.B >= 0 {
 				a, b := p.table.Models[u.A], p.table.Models[u.B]
 				c.A, c.B = min(a, b), max(a, b)
 			}
-			p.used[c]++
+			p.used[b][c]++
 		}
 	}
 	return err
@@ -150,10 +182,10 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	switch {
 	case cfg.Teacher == "" || cfg.Out == "":
 		return nil, fmt.Errorf("distill: a teacher and an output folder are needed")
-	case math.IsNaN(cfg.MaxLogLoad):
-		return nil, fmt.Errorf("distill: the support's largest load is not a number")
-	case cfg.Pairs < 0 || cfg.Alone < 0:
-		return nil, fmt.Errorf("distill: support of %d pair and %d alone columns: want >= 0", cfg.Pairs, cfg.Alone)
+	case !(math.Abs(cfg.MaxLogLoad) <= 10 || math.IsInf(cfg.MaxLogLoad, 1)):
+		return nil, fmt.Errorf("distill: the support's largest load %v: want a log load within ±10, or +Inf for no limit", cfg.MaxLogLoad)
+	case cfg.Pairs < 0 || cfg.Alone < 0 || cfg.HighPairs < 0 || cfg.HighAlone < 0:
+		return nil, fmt.Errorf("distill: support of %d pair and %d alone columns, %d and %d past the limit: want >= 0", cfg.Pairs, cfg.Alone, cfg.HighPairs, cfg.HighAlone)
 	case len(cfg.TrainRates) == 0 || len(cfg.TrainSeeds) == 0:
 		return nil, fmt.Errorf("distill: no training rates or seeds")
 	}
@@ -175,11 +207,11 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	sum.TeacherSHA256 = hex.EncodeToString(h[:])
 
 	// The teacher's runs on the training rates and seeds, counting the
-	// columns each solve uses.
+	// columns each solve uses, by load band.
 	nt := len(cfg.TrainRates) * len(cfg.TrainSeeds)
 	runs := make([]*timedTiered, nt)
 	err = report.ForEach(ctx, nt, cfg.Workers, func(i int) error {
-		p := &timedTiered{TieredPackedPolicy: teacher.Clone(), used: map[env.SupportColumn]int{}, table: tab}
+		p := &timedTiered{TieredPackedPolicy: teacher.Clone(), used: [2]map[env.SupportColumn]int{{}, {}}, maxLoad: cfg.MaxLogLoad, table: tab}
 		runs[i] = p
 		_, err := report.RunGPU(report.GPURunConfig{Scenario: tieredScenario, Rate: cfg.TrainRates[i/len(cfg.TrainSeeds)],
 			Seed: cfg.TrainSeeds[i%len(cfg.TrainSeeds)], Policy: "teacher", New: func() env.AllocationPolicy { return p }})
@@ -188,44 +220,72 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	if err != nil {
 		return nil, fmt.Errorf("distill: teacher runs: %w", err)
 	}
-	used := map[env.SupportColumn]int{}
+	used := [2]map[env.SupportColumn]int{{}, {}}
+	var solves [2]int
 	for _, r := range runs {
-		sum.Solves += r.solves
-		for c, n := range r.used {
-			used[c] += n
-			sum.UsedColumns += float64(n)
+		for b := range used {
+			solves[b] += r.solves[b]
+			for c, n := range r.used[b] {
+				used[b][c] += n
+				sum.UsedColumns += float64(n)
+			}
 		}
 	}
+	sum.Solves = solves[0] + solves[1]
 	if sum.Solves > 0 {
 		sum.UsedColumns /= float64(sum.Solves)
 	}
-	support, covered := topColumns(used, cfg.Alone, cfg.Pairs)
-	for _, c := range support {
-		if c.B == "" {
-			sum.AloneKept++
-		} else {
-			sum.PairsKept++
-		}
-	}
-	for c := range used {
-		if c.B == "" {
-			sum.AloneUsed++
-		} else {
-			sum.PairsUsed++
-		}
-	}
-	sum.Covered = covered
 	student := teacher.Clone()
-	if student.Support, err = env.NewColumnSupport(tab, support); err != nil {
-		return nil, err
+	sizes := [2][2]int{{cfg.Alone, cfg.Pairs}, {cfg.HighAlone, cfg.HighPairs}}
+	var prev *env.ColumnSupport
+	for b := range used {
+		band := TieredBand{Solves: solves[b]}
+		for c := range used[b] {
+			if c.B == "" {
+				band.AloneUsed++
+			} else {
+				band.PairsUsed++
+			}
+		}
+		if b == 1 && cfg.HighFull {
+			band.Full = true
+			sum.Bands = append(sum.Bands, band)
+			break
+		}
+		cols, covered := topColumns(used[b], sizes[b][0], sizes[b][1])
+		for _, c := range cols {
+			if c.B == "" {
+				band.AloneKept++
+			} else {
+				band.PairsKept++
+			}
+		}
+		band.Covered = covered
+		sup, err := env.NewColumnSupport(tab, cols)
+		if err != nil {
+			return nil, err
+		}
+		if b == 0 {
+			student.Support = sup
+			if !math.IsInf(cfg.MaxLogLoad, 1) {
+				sup.MaxLogLoad = cfg.MaxLogLoad
+				band.MaxLogLoad = &cfg.MaxLogLoad
+			}
+		} else {
+			prev.Above = sup
+		}
+		prev = sup
+		sum.Bands = append(sum.Bands, band)
+		if math.IsInf(cfg.MaxLogLoad, 1) {
+			break // one band: no load past the limit
+		}
 	}
-	student.Support.MaxLogLoad = cfg.MaxLogLoad
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
 	record := map[string]any{"method": "distillation: the teacher's LP over its most-used columns", "teacher": cfg.Teacher,
 		"teacher_sha256": sum.TeacherSHA256, "train_rates": cfg.TrainRates, "train_seeds": cfg.TrainSeeds,
-		"alone_columns_kept": sum.AloneKept, "pair_columns_kept": sum.PairsKept, "used_time_covered": covered}
+		"bands": sum.Bands}
 	if err := env.WriteTieredPolicy(sum.Student, student, record); err != nil {
 		return nil, err
 	}
@@ -337,8 +397,22 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 
 // WriteTieredSummary prints a tiered distillation's summary for people.
 func WriteTieredSummary(w io.Writer, s *TieredSummary) error {
-	fmt.Fprintf(w, "student %s: the teacher's LP over %d alone and %d pair columns of the %d and %d it used (%.1f%% of its column uses) in %d solves on %v jobs/h, seeds %v; %.1f columns positive per solve\n",
-		s.Student, s.AloneKept, s.PairsKept, s.AloneUsed, s.PairsUsed, 100*s.Covered, s.Solves, s.TrainRates, s.TrainSeeds, s.UsedColumns)
+	fmt.Fprintf(w, "student %s: the teacher's LP over its most-used columns in %d solves on %v jobs/h, seeds %v (%.1f columns positive per solve)\n",
+		s.Student, s.Solves, s.TrainRates, s.TrainSeeds, s.UsedColumns)
+	lo := "every load"
+	for _, b := range s.Bands {
+		at := lo
+		if b.MaxLogLoad != nil {
+			at = fmt.Sprintf("%s up to log load %.3g", lo, *b.MaxLogLoad)
+			lo = fmt.Sprintf("past log load %.3g", *b.MaxLogLoad)
+		}
+		if b.Full {
+			fmt.Fprintf(w, "  %s (%d solves): the full LP\n", at, b.Solves)
+			continue
+		}
+		fmt.Fprintf(w, "  %s (%d solves): %d alone and %d pair columns of the %d and %d used (%.1f%% of the column uses)\n",
+			at, b.Solves, b.AloneKept, b.PairsKept, b.AloneUsed, b.PairsUsed, 100*b.Covered)
+	}
 	for _, e := range s.Eval {
 		fmt.Fprintf(w, "%.3g jobs/h, seeds %v: teacher %.3f h, student %.3f h, %s %.3f h: %.0f%% of the improvement kept; one allocation %.0f µs against %.0f µs (%.1fx)\n",
 			e.Rate, s.EvalSeeds, e.TeacherJCT, e.StudentJCT, s.Baseline, e.BaselineJCT, 100*e.Kept, e.StudentAllocate, e.TeacherAllocate, e.Speedup)

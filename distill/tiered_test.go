@@ -16,13 +16,14 @@ import (
 const tailTeacher = "../docs/policies/gavel-single-tiered-tail.json"
 
 // TestRunTiered: a small distillation writes a student whose support is
-// the teacher's most-used columns, within the sizes asked, and the same
-// bytes on a second run; the student file is a tiered policy with the
-// teacher's parameters.
+// the teacher's most-used columns in each load band, within the sizes
+// asked, and the same bytes on a second run; the student file is a
+// tiered policy with the teacher's parameters.
 func TestRunTiered(t *testing.T) {
-	run := func(dir string) ([]byte, *TieredSummary) {
-		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12, MaxLogLoad: math.Inf(1),
-			TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
+	const limit = -0.6
+	run := func(dir string, high bool) ([]byte, *TieredSummary) {
+		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12, MaxLogLoad: limit,
+			HighPairs: 3, HighAlone: 6, HighFull: !high, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,18 +33,35 @@ func TestRunTiered(t *testing.T) {
 		}
 		return b, sum
 	}
-	a, sum := run(t.TempDir())
-	b, _ := run(t.TempDir())
+	a, sum := run(t.TempDir(), true)
+	b, _ := run(t.TempDir(), true)
 	if !bytes.Equal(a, b) {
 		t.Fatal("same teacher and runs, another student")
 	}
-	if sum.Solves == 0 || sum.AloneKept != min(12, sum.AloneUsed) || sum.PairsKept != min(5, sum.PairsUsed) || sum.PairsUsed == 0 ||
-		!(sum.Covered > 0 && sum.Covered <= 1) {
+	if len(sum.Bands) != 2 || sum.Solves != sum.Bands[0].Solves+sum.Bands[1].Solves || sum.Bands[1].Full {
 		t.Fatalf("summary %+v", sum)
 	}
+	for k, want := range [][2]int{{12, 5}, {6, 3}} {
+		band := sum.Bands[k]
+		if band.Solves == 0 || band.AloneKept != min(want[0], band.AloneUsed) || band.PairsKept != min(want[1], band.PairsUsed) || band.PairsUsed == 0 ||
+			!(band.Covered > 0 && band.Covered <= 1) || (band.MaxLogLoad == nil) != (k == 1) {
+			t.Fatalf("band %d: %+v", k, band)
+		}
+	}
 	student, err := env.ParseTieredPolicy(a)
-	if err != nil || student.Support == nil || student.Support.Len() != sum.AloneKept+sum.PairsKept {
+	if err != nil || student.Support == nil || student.Support.MaxLogLoad != limit || student.Support.Above == nil ||
+		!math.IsInf(student.Support.Above.MaxLogLoad, 1) || student.Support.Above.Above != nil ||
+		student.Support.Above.Len() != sum.Bands[1].AloneKept+sum.Bands[1].PairsKept ||
+		student.Support.Len() != sum.Bands[0].AloneKept+sum.Bands[0].PairsKept+sum.Bands[1].AloneKept+sum.Bands[1].PairsKept {
 		t.Fatalf("student %v %+v", err, student)
+	}
+	// The full LP past the limit: one support, a band that says so.
+	c, full := run(t.TempDir(), false)
+	if len(full.Bands) != 2 || !full.Bands[1].Full || full.Bands[1].Solves != sum.Bands[1].Solves || full.Bands[1].AloneKept != 0 {
+		t.Fatalf("full LP past the limit: %+v", full.Bands)
+	}
+	if fs, err := env.ParseTieredPolicy(c); err != nil || fs.Support.Above != nil || fs.Support.MaxLogLoad != limit || fs.Support.Len() != student.Support.Len()-student.Support.Above.Len() {
+		t.Fatalf("full LP past the limit: %v %+v", err, fs)
 	}
 	tb, err := os.ReadFile(tailTeacher)
 	if err != nil {
@@ -67,6 +85,9 @@ func TestRunTieredErrors(t *testing.T) {
 	}{
 		{TieredConfig{Out: dir, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "a teacher and an output folder"},
 		{TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: -1, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "want >= 0"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, HighAlone: -1, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "want >= 0"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, MaxLogLoad: 1e9, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "within ±10"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, MaxLogLoad: math.NaN(), TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "within ±10"},
 		{TieredConfig{Teacher: tailTeacher, Out: dir}, "no training rates"},
 		{TieredConfig{Teacher: "../docs/policies/gavel-multi.json", Out: dir, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "tiered policy"},
 		{TieredConfig{Teacher: "/no/such.json", Out: dir, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "no such file"},

@@ -20,12 +20,17 @@ import (
 // named, so a support applies to any cluster with those types; types it
 // does not name keep only that fastest alone column.
 type ColumnSupport struct {
-	// MaxLogLoad is the cluster load (log_load: the log of the GPUs the
+	// MaxLogLoad is the cluster load (LogLoad: the log of the GPUs the
 	// active jobs ask for over the cluster's GPUs) past which the policy
-	// solves its full LP: near capacity a teacher needs pairs that its
-	// light-load support leaves out. +Inf (NewColumnSupport's) keeps the
-	// support at every load.
+	// leaves this support for Above: near capacity a teacher needs pairs
+	// that its light-load support leaves out. +Inf (NewColumnSupport's)
+	// keeps the support at every load.
 	MaxLogLoad float64
+	// Above is the support past MaxLogLoad, with a larger MaxLogLoad of
+	// its own; nil: the full LP. The columns a teacher uses at high load
+	// differ from those at low load, so a band of its own keeps the LP
+	// small there too.
+	Above *ColumnSupport
 
 	alone map[supportKey]bool
 	pairs map[supportKey]bool
@@ -92,8 +97,47 @@ func (s *ColumnSupport) Columns(t *ThroughputTable) []SupportColumn {
 	return out
 }
 
-// Len is the number of columns in the support.
-func (s *ColumnSupport) Len() int { return len(s.alone) + len(s.pairs) }
+// Len is the number of columns in the support, its bands above
+// included.
+func (s *ColumnSupport) Len() int {
+	n := 0
+	for ; s != nil; s = s.Above {
+		n += len(s.alone) + len(s.pairs)
+	}
+	return n
+}
+
+// MaxSupportBands bounds the bands of a support (itself and those
+// Above it): a file decoder's limit, far above what a distillation
+// writes.
+const MaxSupportBands = 8
+
+// At is the band of s for a round at load logLoad: the first whose
+// MaxLogLoad is not exceeded, nil (the full LP) past them all.
+func (s *ColumnSupport) At(logLoad float64) *ColumnSupport {
+	for s != nil && logLoad > s.MaxLogLoad {
+		s = s.Above
+	}
+	return s
+}
+
+// check checks the band chain: at most MaxSupportBands bands, each
+// MaxLogLoad a number within ±maxTieredLogRatio or +Inf, rising band
+// by band, and only the last one +Inf.
+func (s *ColumnSupport) check() error {
+	for k := 0; s != nil; k, s = k+1, s.Above {
+		m := s.MaxLogLoad
+		switch {
+		case k >= MaxSupportBands:
+			return fmt.Errorf("support: more than %d bands", MaxSupportBands)
+		case !(math.Abs(m) <= maxTieredLogRatio || math.IsInf(m, 1)):
+			return fmt.Errorf("support band %d: max_log_load %v: want a number within ±%v", k, m, maxTieredLogRatio)
+		case s.Above != nil && !(s.Above.MaxLogLoad > m):
+			return fmt.Errorf("support band %d: max_log_load %v: want it below the next band's (%v)", k, m, s.Above.MaxLogLoad)
+		}
+	}
+	return nil
+}
 
 func (s *ColumnSupport) hasAlone(model int, gpu string) bool {
 	return s == nil || s.alone[supportKey{model, -1, gpu}]

@@ -3,6 +3,7 @@ package env
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -280,6 +281,94 @@ func TestSupportMaxLogLoad(t *testing.T) {
 	if p, err := ParseTieredPolicy([]byte(strings.Replace(nolimit, `,
     "alone_note": 0`, "", 1))); err != nil || !math.IsInf(p.Support.MaxLogLoad, 1) {
 		t.Fatalf("no limit: %v", err)
+	}
+}
+
+// TestSupportBands: past a band's limit the student uses the band above
+// it (the allocation of a policy with that band alone), or the full LP
+// past the last; bands round-trip through a file, and bad chains are
+// refused naming the band.
+func TestSupportBands(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := tableRound(t, 30, []int{4, 4, 4}, 3) // log_load 0.92
+	w, r := DefaultTieredParams(false)
+	teacher := &TieredPackedPolicy{Weights: w, LogRatio: r, TieDeficit: 5}
+	alloc := func(sup *ColumnSupport) []float64 {
+		p := teacher.Clone()
+		p.Support = sup
+		x := make([]float64, len(s.Throughput))
+		if err := p.Allocate(s, x); err != nil {
+			t.Fatal(err)
+		}
+		return x
+	}
+	full := alloc(nil)
+	low, _ := NewColumnSupport(tab, nil) // fastest alone columns only
+	high, _ := NewColumnSupport(tab, []SupportColumn{{A: "A3C", GPU: "k80"}, {A: "ResNet-18 (batch size 16)", B: "ResNet-18 (batch size 16)", GPU: "v100"}})
+	onlyHigh, onlyLow := alloc(high), alloc(low)
+	if reflect.DeepEqual(onlyHigh, onlyLow) || reflect.DeepEqual(onlyHigh, full) {
+		t.Fatal("the two bands give the same allocation: the test cannot tell them apart")
+	}
+	for _, tc := range []struct {
+		lowMax, highMax float64
+		want            []float64
+	}{{0.95, math.Inf(1), onlyLow}, {0.9, math.Inf(1), onlyHigh}, {0.5, 0.95, onlyHigh}, {0.5, 0.9, full}} {
+		l, h := *low, *high
+		l.MaxLogLoad, h.MaxLogLoad, l.Above = tc.lowMax, tc.highMax, &h
+		if got := alloc(&l); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("bands up to %v and %v at 0.92: %v, want %v", tc.lowMax, tc.highMax, got, tc.want)
+		}
+	}
+	if got := (&ColumnSupport{MaxLogLoad: 0.1, Above: &ColumnSupport{MaxLogLoad: 1}}).At(2); got != nil {
+		t.Errorf("past every band: %v, want the full LP", got)
+	}
+
+	l, h := *low, *high
+	l.MaxLogLoad, l.Above = 0.25, &h
+	path := t.TempDir() + "/s.json"
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: &l}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ParseTieredPolicy(b)
+	if err != nil || p.Support.MaxLogLoad != 0.25 || p.Support.Above == nil || !reflect.DeepEqual(p.Support.Above.Columns(tab), high.Columns(tab)) ||
+		!math.IsInf(p.Support.Above.MaxLogLoad, 1) || p.Support.Len() != 2 {
+		t.Fatalf("round trip: %v %+v", err, p.Support)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{`"max_log_load": 0.25,`, ``, "a band above it, and no max_log_load"},
+		{`"pairs": [
+        [
+          "ResNet-18`, `"max_log_load": 0.2, "pairs": [
+        [
+          "ResNet-18`, "band 0: max_log_load 0.25: want it below the next band's (0.2)"},
+		{`"A3C",
+          "k80"`, `"A3D",
+          "k80"`, `band 1: support column 0: unknown job type "A3D"`},
+	} {
+		bad := strings.Replace(string(b), tc.from, tc.to, 1)
+		if bad == string(b) {
+			t.Fatalf("%q not in the file:\n%s", tc.from, b)
+		}
+		if _, err := ParseTieredPolicy([]byte(bad)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.to, err, tc.want)
+		}
+	}
+	// More bands than MaxSupportBands: refused, not followed.
+	deep := `{"alone": [], "pairs": []}`
+	for k := range MaxSupportBands {
+		deep = fmt.Sprintf(`{"alone": [], "pairs": [], "max_log_load": %d, "above": %s}`, -k-1, deep)
+	}
+	i := strings.Index(string(b), `"support": `)
+	withDeep := string(b)[:i] + `"support": ` + deep + "\n}\n"
+	if _, err := ParseTieredPolicy([]byte(withDeep)); err == nil || !strings.Contains(err.Error(), "more than 8 bands") {
+		t.Errorf("%d bands: %v", MaxSupportBands+1, err)
 	}
 }
 

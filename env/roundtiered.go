@@ -150,7 +150,7 @@ func (p *TieredPackedPolicy) Pairs(s *RoundState) []RoundPair { return p.lp.Pair
 
 // Tier reports whether job i of s is in the upper tier.
 func (p *TieredPackedPolicy) Tier(s *RoundState, i int) bool {
-	p.load = logLoad(s)
+	p.load = LogLoad(s)
 	return p.tier(s, i)
 }
 
@@ -183,11 +183,8 @@ func (p *TieredPackedPolicy) Allocate(s *RoundState, x []float64) error {
 	if err := p.check(); err != nil {
 		return fmt.Errorf("%s: %w", p.Name(), err)
 	}
-	p.load = logLoad(s)
-	p.lp.TieDeficit, p.lp.Support, p.lp.MaxPairColumns = p.TieDeficit, p.Support, p.MaxPairColumns
-	if p.Support != nil && p.load > p.Support.MaxLogLoad {
-		p.lp.Support = nil // past the support's load: the full LP
-	}
+	p.load = LogLoad(s)
+	p.lp.TieDeficit, p.lp.Support, p.lp.MaxPairColumns = p.TieDeficit, p.Support.At(p.load), p.MaxPairColumns
 	ratio := math.Exp(max(-maxTieredLogRatio, min(maxTieredLogRatio, p.LogRatio+p.LoadSlope*p.load)))
 	p.jobs = append(p.jobs[:0], s.Jobs...)
 	for i := range p.jobs {
@@ -231,12 +228,13 @@ func (p *TieredPackedPolicy) check() error {
 	if !(p.TieDeficit >= 0 && p.TieDeficit <= MaxTieDeficit) {
 		return fmt.Errorf("tie_deficit_weight %v, want within [0, %g] (0: Gavel's tie-break)", p.TieDeficit, float64(MaxTieDeficit))
 	}
-	return nil
+	return p.Support.check()
 }
 
-// logLoad is the log_load feature of s: log(GPUs its active jobs demand /
-// the cluster's GPUs), 0 for an empty state or cluster.
-func logLoad(s *RoundState) float64 {
+// LogLoad is the log_load feature of s: log(GPUs its active jobs demand /
+// the cluster's GPUs), 0 for an empty state or cluster. A tiered
+// policy's priority ratio and its support's band follow it.
+func LogLoad(s *RoundState) float64 {
 	asked, gpus := s.demand()
 	if asked == 0 || gpus == 0 {
 		return 0
@@ -245,7 +243,7 @@ func logLoad(s *RoundState) float64 {
 }
 
 // tieredFeatures fills f with job i's TieredFeatureNames features; load
-// is logLoad(s).
+// is LogLoad(s).
 func tieredFeatures(f []float64, s *RoundState, i int, load float64, clairvoyant bool) []float64 {
 	j := s.Jobs[i]
 	best, spread, ageH, served := jobStats(s, i)
@@ -297,6 +295,9 @@ type SupportFile struct {
 	Pairs [][3]string `json:"pairs"`
 	// MaxLogLoad is ColumnSupport.MaxLogLoad (absent: every load).
 	MaxLogLoad *float64 `json:"max_log_load,omitempty"`
+	// Above is ColumnSupport.Above: the band past MaxLogLoad (absent:
+	// the full LP there).
+	Above *SupportFile `json:"above,omitempty"`
 }
 
 // TieredPolicyKind is the kind field of a tiered policy file.
@@ -327,27 +328,66 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 		if err != nil {
 			return nil, err
 		}
-		var cols []SupportColumn
-		for _, a := range f.Support.Alone {
-			cols = append(cols, SupportColumn{A: a[0], GPU: a[1]})
-		}
-		for _, pr := range f.Support.Pairs {
-			if pr[1] == "" {
-				return nil, fmt.Errorf("tiered policy: support pair %q: no second job type", pr)
-			}
-			cols = append(cols, SupportColumn{A: pr[0], B: pr[1], GPU: pr[2]})
-		}
-		if p.Support, err = NewColumnSupport(t, cols); err != nil {
+		if p.Support, err = f.Support.columnSupport(t, 0); err != nil {
 			return nil, fmt.Errorf("tiered policy: %w", err)
 		}
-		if m := f.Support.MaxLogLoad; m != nil {
-			if !(math.Abs(*m) <= maxTieredLogRatio) {
-				return nil, fmt.Errorf("tiered policy: support max_log_load %v: want a number within ±%v", *m, maxTieredLogRatio)
-			}
-			p.Support.MaxLogLoad = *m
+		if err := p.Support.check(); err != nil {
+			return nil, fmt.Errorf("tiered policy: %w", err)
 		}
 	}
 	return p, nil
+}
+
+// columnSupport builds band k of a support and those above it.
+func (f *SupportFile) columnSupport(t *ThroughputTable, k int) (*ColumnSupport, error) {
+	if k >= MaxSupportBands {
+		return nil, fmt.Errorf("support: more than %d bands", MaxSupportBands)
+	}
+	var cols []SupportColumn
+	for _, a := range f.Alone {
+		cols = append(cols, SupportColumn{A: a[0], GPU: a[1]})
+	}
+	for _, pr := range f.Pairs {
+		if pr[1] == "" {
+			return nil, fmt.Errorf("support band %d pair %q: no second job type", k, pr)
+		}
+		cols = append(cols, SupportColumn{A: pr[0], B: pr[1], GPU: pr[2]})
+	}
+	s, err := NewColumnSupport(t, cols)
+	if err != nil {
+		return nil, fmt.Errorf("support band %d: %w", k, err)
+	}
+	if m := f.MaxLogLoad; m != nil {
+		s.MaxLogLoad = *m
+	}
+	if f.Above != nil {
+		if f.MaxLogLoad == nil {
+			return nil, fmt.Errorf("support band %d: a band above it, and no max_log_load", k)
+		}
+		if s.Above, err = f.Above.columnSupport(t, k+1); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// supportFile is s as a SupportFile, its bands above included.
+func supportFile(t *ThroughputTable, s *ColumnSupport) *SupportFile {
+	f := &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}}
+	if m := s.MaxLogLoad; !math.IsInf(m, 1) {
+		f.MaxLogLoad = &m
+	}
+	for _, c := range s.Columns(t) {
+		if c.B == "" {
+			f.Alone = append(f.Alone, [2]string{c.A, c.GPU})
+		} else {
+			f.Pairs = append(f.Pairs, [3]string{c.A, c.B, c.GPU})
+		}
+	}
+	if s.Above != nil {
+		f.Above = supportFile(t, s.Above)
+	}
+	return f
 }
 
 // WriteTieredPolicy writes p as a tiered policy file at path; one weight
@@ -368,17 +408,7 @@ func WriteTieredPolicy(path string, p *TieredPackedPolicy, training map[string]a
 		if err != nil {
 			return err
 		}
-		f.Support = &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}}
-		if m := p.Support.MaxLogLoad; !math.IsInf(m, 1) {
-			f.Support.MaxLogLoad = &m
-		}
-		for _, c := range p.Support.Columns(t) {
-			if c.B == "" {
-				f.Support.Alone = append(f.Support.Alone, [2]string{c.A, c.GPU})
-			} else {
-				f.Support.Pairs = append(f.Support.Pairs, [3]string{c.A, c.B, c.GPU})
-			}
-		}
+		f.Support = supportFile(t, p.Support)
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

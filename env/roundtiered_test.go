@@ -127,20 +127,20 @@ func TestTieredLoad(t *testing.T) {
 	p := &TieredPackedPolicy{Weights: w}
 	s := &RoundState{Types: []string{"v100", "k80"}, Capacity: []int{2, 2},
 		Jobs: []RoundJob{{ID: 0, Scale: 2, Priority: 1}, {ID: 1, Scale: 2, Priority: 1}}, Throughput: []float64{2, 1, 2, 1}}
-	if got := logLoad(s); got != 0 {
+	if got := LogLoad(s); got != 0 {
 		t.Fatalf("log_load at demand = GPUs: %v", got)
 	}
 	if !p.Tier(s, 0) || !p.Tier(s, 1) {
 		t.Fatal("demand = GPUs: want both upper")
 	}
 	s.Jobs[0].Scale, s.Jobs[1].Scale = 4, 4
-	if got := logLoad(s); math.Abs(got-math.Ln2) > 1e-15 {
+	if got := LogLoad(s); math.Abs(got-math.Ln2) > 1e-15 {
 		t.Fatalf("log_load at twice the GPUs: %v, want ln 2", got)
 	}
 	if p.Tier(s, 0) || p.Tier(s, 1) {
 		t.Fatal("demand = 2 x GPUs: want both lower")
 	}
-	if got := logLoad(&RoundState{Capacity: []int{4}}); got != 0 {
+	if got := LogLoad(&RoundState{Capacity: []int{4}}); got != 0 {
 		t.Fatalf("log_load with no job: %v", got)
 	}
 }
@@ -413,6 +413,7 @@ func FuzzParseTieredPolicy(f *testing.F) {
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"max_upper_remaining_h":4}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"gang_guard_h":100}`))
 	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"support":{"alone":[["A3C","v100"]],"pairs":[["A3C","LM (batch size 5)","k80"]]}}`))
+	f.Add([]byte(`{"kind":"tegrl-tiered-packed-allocation","features":["bias","log_attained","log_age","log2_scale","log_spread","served_frac","log_load"],"weights":[0.69,-1,0,0,0,0,0],"support":{"alone":[],"pairs":[],"max_log_load":0.25,"above":{"alone":[["A3C","k80"]],"pairs":[],"max_log_load":1,"above":{"alone":[],"pairs":[]}}}}`))
 	f.Add([]byte(`[]`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := ParseTieredPolicy(b)
@@ -431,6 +432,15 @@ func FuzzParseTieredPolicy(f *testing.F) {
 		for _, w := range p.Weights {
 			if math.IsNaN(w) || math.IsInf(w, 0) {
 				t.Fatalf("weight %v", w)
+			}
+		}
+		// Support bands: at most MaxSupportBands, limits rising, only the
+		// last one unbounded.
+		k := 0
+		for s := p.Support; s != nil; s = s.Above {
+			if k++; k > MaxSupportBands || (s.Above != nil && !(s.Above.MaxLogLoad > s.MaxLogLoad)) ||
+				!(math.Abs(s.MaxLogLoad) <= maxTieredLogRatio || (math.IsInf(s.MaxLogLoad, 1) && s.Above == nil)) {
+				t.Fatalf("support band %d: limit %v", k, s.MaxLogLoad)
 			}
 		}
 	})
@@ -492,9 +502,11 @@ func TestShippedPolicyFiles(t *testing.T) {
 			t.Errorf("%s: guards %v %v h, tie weight %v, clairvoyant %v; want 100, 300, 5, false", path, tp.GangGuardHours, tp.AgeGuardHours, tp.TieDeficit, IsClairvoyant(tp))
 		}
 		// The student is the tail file's tiers over 45 alone and 20 pair
-		// columns up to log_load 0.45 (tegrl distill's defaults).
+		// columns up to log_load 0.25 and 40 and 40 past it (tegrl
+		// distill's defaults).
 		if tp, ok := p.(*TieredPackedPolicy); ok && filepath.Base(path) == "gavel-single-tiered-student.json" &&
-			(tp.Support == nil || tp.Support.Len() != 65 || tp.Support.MaxLogLoad != 0.45 || tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || tp.LogRatio != 1.024529424974006) {
+			(tp.Support == nil || tp.Support.Len() != 145 || tp.Support.MaxLogLoad != 0.25 || tp.Support.Above == nil || tp.Support.Above.Len() != 80 ||
+				tp.AgeGuardHours != 300 || tp.TieDeficit != 5 || tp.LogRatio != 1.024529424974006) {
 			t.Errorf("%s: support %v, age guard %v h, tie weight %v, log ratio %v", path, tp.Support, tp.AgeGuardHours, tp.TieDeficit, tp.LogRatio)
 		}
 	}

@@ -30,7 +30,8 @@ func newDistillCmd(a *app) *cobra.Command {
 				var bad error
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
-					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "support-max-log-load", "json", "log-level", "log-format":
+					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone",
+						"support-high-full", "json", "log-level", "log-format":
 					default:
 						if bad == nil {
 							bad = fmt.Errorf("--%s does not apply to a tiered teacher (%s)", f.Name, r.Teacher)
@@ -45,6 +46,11 @@ func newDistillCmd(a *app) *cobra.Command {
 					seeds = r.Seeds
 				}
 				return runDistillTiered(cmd, a, r.Teacher, r.Out, seeds, tp, r.JSON)
+			}
+			for _, name := range []string{"support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone", "support-high-full"} {
+				if cmd.Flags().Changed(name) {
+					return fmt.Errorf("--%s applies to a tiered teacher only (%s is not one)", name, r.Teacher)
+				}
 			}
 			r.Command = report.CommandLine(a.argv)
 			return r.Run(cmd.Context(), a.stdout)
@@ -62,14 +68,18 @@ func newDistillCmd(a *app) *cobra.Command {
 	fl.StringVar(&r.Seeds, "eval-seeds", rl.EvalSeeds, "held-out seeds comparing teacher, student and langevin (\"\" skips; a tiered teacher: 0-2, compared with max_min_fairness_packed)")
 	fl.IntVar(&tp.pairs, "support-pairs", distill.DefaultSupportPairs, "a tiered teacher: the most-used pair columns its student keeps")
 	fl.IntVar(&tp.alone, "support-alone", distill.DefaultSupportAlone, "a tiered teacher: the most-used alone columns its student keeps")
-	fl.Float64Var(&tp.maxLoad, "support-max-log-load", distill.DefaultSupportMaxLogLoad, "a tiered teacher: past this cluster load (log of GPUs asked over GPUs) its student solves the full LP")
+	fl.Float64Var(&tp.maxLoad, "support-max-log-load", distill.DefaultSupportMaxLogLoad, "a tiered teacher: past this cluster load (log of GPUs asked over GPUs) its student uses a support of the teacher's columns at those loads (inf: one support at every load)")
+	fl.IntVar(&tp.highPairs, "support-high-pairs", distill.DefaultSupportHighPairs, "a tiered teacher: the most-used pair columns past --support-max-log-load its student keeps")
+	fl.IntVar(&tp.highAlone, "support-high-alone", distill.DefaultSupportHighAlone, "a tiered teacher: the most-used alone columns past --support-max-log-load its student keeps")
+	fl.BoolVar(&tp.highFull, "support-high-full", false, "a tiered teacher: its student solves the full LP past --support-max-log-load")
 	return cmd
 }
 
 // tieredSupport are the support sizes of a tiered teacher's student.
 type tieredSupport struct {
-	pairs, alone int
-	maxLoad      float64
+	pairs, alone, highPairs, highAlone int
+	maxLoad                            float64
+	highFull                           bool
 }
 
 // tieredTeacher tells whether path is a tiered policy file.
@@ -87,7 +97,8 @@ func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp
 	if out == "" {
 		return fmt.Errorf("--out is required")
 	}
-	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, MaxLogLoad: tp.maxLoad, TrainRates: distill.DefaultTieredTrainRates,
+	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, MaxLogLoad: tp.maxLoad,
+		HighPairs: tp.highPairs, HighAlone: tp.highAlone, HighFull: tp.highFull, TrainRates: distill.DefaultTieredTrainRates,
 		TrainSeeds: distill.DefaultTieredTrainSeeds, EvalRates: distill.DefaultTieredEvalRates}
 	if seeds != "" {
 		var err error
@@ -95,7 +106,8 @@ func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp
 			return fmt.Errorf("--eval-seeds: %w", err)
 		}
 	}
-	a.log.Info("distill tiered", "teacher", teacher, "out", out, "pairs", tp.pairs, "alone", tp.alone, "eval_seeds", seeds)
+	a.log.Info("distill tiered", "teacher", teacher, "out", out, "pairs", tp.pairs, "alone", tp.alone, "max_log_load", tp.maxLoad,
+		"high_pairs", tp.highPairs, "high_alone", tp.highAlone, "high_full", tp.highFull, "eval_seeds", seeds)
 	sum, err := distill.RunTiered(cmd.Context(), cfg)
 	if err != nil {
 		return err

@@ -63,6 +63,9 @@ func TestDistillTieredFlags(t *testing.T) {
 		{nil, "--out is required"},
 		{[]string{"--out", t.TempDir(), "--support-alone", "-2", "--eval-seeds", ""}, "want >= 0"},
 		{[]string{"--out", t.TempDir(), "--eval-seeds", "x"}, "--eval-seeds"},
+		{[]string{"--out", t.TempDir(), "--support-high-pairs", "-1", "--eval-seeds", ""}, "want >= 0"},
+		{[]string{"--out", t.TempDir(), "--support-max-log-load", "1e9", "--eval-seeds", ""}, "want a log load within ±10"},
+		{[]string{"--teacher", "../../docs/policies/small.safetensors", "--out", t.TempDir(), "--support-high-pairs", "5"}, "--support-high-pairs applies to a tiered teacher only"},
 	} {
 		_, _, err := run(t, append([]string{"distill", "--teacher", teacher}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
