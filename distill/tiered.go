@@ -84,11 +84,14 @@ type TieredConfig struct {
 	// HighFull the student solves the full LP there instead.
 	HighPairs, HighAlone int
 	HighFull             bool
-	TrainRates           []float64 // jobs/h on the Gavel cluster, single-GPU jobs
-	TrainSeeds           []uint64
-	EvalRates            []float64
-	EvalSeeds            []uint64 // empty: no evaluation
-	Workers              int      // runs at once; 0 = GOMAXPROCS
+	// Price makes every band a priced support (env.ColumnSupport.Price):
+	// the teacher's LP optimum, solved from the support outwards.
+	Price      bool
+	TrainRates []float64 // jobs/h on the Gavel cluster, single-GPU jobs
+	TrainSeeds []uint64
+	EvalRates  []float64
+	EvalSeeds  []uint64 // empty: no evaluation
+	Workers    int      // runs at once; 0 = GOMAXPROCS
 }
 
 // TieredEval is one evaluation rate over the seeds: average JCT (hours)
@@ -265,6 +268,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		if err != nil {
 			return nil, err
 		}
+		sup.Price = cfg.Price
 		if b == 0 {
 			student.Support = sup
 			if !math.IsInf(cfg.MaxLogLoad, 1) {
@@ -285,7 +289,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	}
 	record := map[string]any{"method": "distillation: the teacher's LP over its most-used columns", "teacher": cfg.Teacher,
 		"teacher_sha256": sum.TeacherSHA256, "train_rates": cfg.TrainRates, "train_seeds": cfg.TrainSeeds,
-		"bands": sum.Bands}
+		"bands": sum.Bands, "priced": cfg.Price}
 	if err := env.WriteTieredPolicy(sum.Student, student, record); err != nil {
 		return nil, err
 	}

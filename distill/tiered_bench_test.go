@@ -52,9 +52,13 @@ func recordedRounds(b *testing.B, rate float64) []*env.RoundState {
 	return out
 }
 
+// studentFile is the committed distilled student of the tail file.
+const studentFile = "../docs/policies/gavel-single-tiered-student.json"
+
 // BenchmarkTieredStudent times one allocation of the tail file (the
-// teacher) and of its distilled student (docs/policies/
-// gavel-single-tiered-student.json) on the same recorded rounds of the
+// teacher), of its distilled student (docs/policies/
+// gavel-single-tiered-student.json) and of that student priced
+// (env.ColumnSupport.Price: the teacher's optimum) on the same recorded rounds of the
 // teacher's runs at 6.2 jobs/h (a largest-gap rate, mostly below the student's
 // load limit) and 7.0 jobs/h (near capacity, mostly past it); an op is
 // one pass over the rounds, and us/alloc the mean time of one
@@ -64,7 +68,7 @@ func BenchmarkTieredStudent(b *testing.B) {
 		b.Run(rate, func(b *testing.B) {
 			r, _ := strconv.ParseFloat(rate, 64)
 			rounds := recordedRounds(b, r)
-			for _, f := range []string{tailTeacher, "../docs/policies/gavel-single-tiered-student.json"} {
+			for k, f := range []string{tailTeacher, studentFile, studentFile} {
 				data, err := os.ReadFile(f)
 				if err != nil {
 					b.Fatal(err)
@@ -73,9 +77,9 @@ func BenchmarkTieredStudent(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				name := "teacher"
-				if p.Support != nil {
-					name = "student"
+				name := []string{"teacher", "student", "student-priced"}[k]
+				for s := p.Support; k == 2 && s != nil; s = s.Above {
+					s.Price = true
 				}
 				b.Run(name, func(b *testing.B) {
 					x := make([]float64, 0, 3*1000)

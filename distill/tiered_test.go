@@ -23,7 +23,7 @@ func TestRunTiered(t *testing.T) {
 	const limit = -0.6
 	run := func(dir string, high bool) ([]byte, *TieredSummary) {
 		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12, MaxLogLoad: limit,
-			HighPairs: 3, HighAlone: 6, HighFull: !high, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
+			HighPairs: 3, HighAlone: 6, HighFull: !high, Price: high, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,8 @@ func TestRunTiered(t *testing.T) {
 	if err != nil || student.Support == nil || student.Support.MaxLogLoad != limit || student.Support.Above == nil ||
 		!math.IsInf(student.Support.Above.MaxLogLoad, 1) || student.Support.Above.Above != nil ||
 		student.Support.Above.Len() != sum.Bands[1].AloneKept+sum.Bands[1].PairsKept ||
-		student.Support.Len() != sum.Bands[0].AloneKept+sum.Bands[0].PairsKept+sum.Bands[1].AloneKept+sum.Bands[1].PairsKept {
+		student.Support.Len() != sum.Bands[0].AloneKept+sum.Bands[0].PairsKept+sum.Bands[1].AloneKept+sum.Bands[1].PairsKept ||
+		!student.Support.Price || !student.Support.Above.Price {
 		t.Fatalf("student %v %+v", err, student)
 	}
 	// The full LP past the limit: one support, a band that says so.
@@ -60,7 +61,8 @@ func TestRunTiered(t *testing.T) {
 	if len(full.Bands) != 2 || !full.Bands[1].Full || full.Bands[1].Solves != sum.Bands[1].Solves || full.Bands[1].AloneKept != 0 {
 		t.Fatalf("full LP past the limit: %+v", full.Bands)
 	}
-	if fs, err := env.ParseTieredPolicy(c); err != nil || fs.Support.Above != nil || fs.Support.MaxLogLoad != limit || fs.Support.Len() != student.Support.Len()-student.Support.Above.Len() {
+	if fs, err := env.ParseTieredPolicy(c); err != nil || fs.Support.Above != nil || fs.Support.MaxLogLoad != limit || fs.Support.Price ||
+		fs.Support.Len() != student.Support.Len()-student.Support.Above.Len() {
 		t.Fatalf("full LP past the limit: %v %+v", err, fs)
 	}
 	tb, err := os.ReadFile(tailTeacher)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // A small dense simplex for the allocation LPs of the round-based policies.
@@ -217,6 +218,82 @@ func lpEliminate(row []float64, nz []int, v []float64, enter int) {
 	}
 	row[enter] = 0
 }
+
+// extend adds structural columns to the last solve's LP and optimises
+// the objectives again from its basis, which stays feasible: column q's
+// constraint coefficients are the entries ent[start[q]:start[q+1]] and
+// its objective coefficients costs[k][q]. The new columns come after the
+// old ones. It returns x over all columns, like solve.
+func (s *lpSolver) extend(ent []lpEntry, start []int, costs ...[]float64) ([]float64, error) {
+	q := len(start) - 1
+	if q <= 0 {
+		return s.x, nil
+	}
+	if len(costs) != s.nobj {
+		return nil, fmt.Errorf("lp: %d objectives for %d", len(costs), s.nobj)
+	}
+	m, n, w := s.m, s.n, s.w
+	n2, w2 := n+q, w+q
+	// Move the rows to the wider layout in place, from the last row so
+	// that no row is overwritten before it moves: [old structurals][new][slacks][rhs].
+	s.tab = slices.Grow(s.tab[:m*w], m*q)[:m*w2]
+	s.obj = slices.Grow(s.obj[:s.nobj*w], s.nobj*q)[:s.nobj*w2]
+	widen := func(buf []float64, rows int) {
+		for r := rows - 1; r >= 0; r-- {
+			old := buf[r*w : (r+1)*w]
+			nw := buf[r*w2 : (r+1)*w2]
+			copy(nw[n+q:], old[n:]) // slacks and rhs (copy handles the overlap)
+			copy(nw[:n], old[:n])
+			clear(nw[n : n+q])
+		}
+	}
+	widen(s.tab, m)
+	widen(s.obj, s.nobj)
+	for r := range s.basis {
+		if s.basis[r] >= n {
+			s.basis[r] += q
+		}
+	}
+	// A new column in the current basis: B⁻¹a, B⁻¹ being the slacks' part
+	// of the tableau; its reduced costs -c + y·a, y the slacks' ones.
+	for c := range q {
+		col := ent[start[c]:start[c+1]]
+		for r := range m {
+			row := s.tab[r*w2 : (r+1)*w2]
+			v := 0.0
+			for _, e := range col {
+				v += row[n2+e.row] * e.v
+			}
+			row[n+c] = v
+		}
+		for k := range s.nobj {
+			z := s.obj[k*w2 : (k+1)*w2]
+			v := -costs[k][c]
+			for _, e := range col {
+				v += z[n2+e.row] * e.v
+			}
+			z[n+c] = v
+		}
+	}
+	s.n, s.w = n2, w2
+	s.x = lpGrow(s.x, n2)
+	for k := range s.nobj {
+		if err := s.optimise(k); err != nil {
+			return nil, err
+		}
+	}
+	clear(s.x)
+	for r, col := range s.basis {
+		if col < n2 {
+			s.x[col] = max(s.tab[r*s.w+s.w-1], 0)
+		}
+	}
+	return s.x, nil
+}
+
+// dual returns objective k's dual value of constraint r after a solve:
+// its slack's reduced cost.
+func (s *lpSolver) dual(k, r int) float64 { return s.obj[k*s.w+s.n+r] }
 
 // value returns objective k's optimal value after a solve.
 func (s *lpSolver) value(k int) float64 { return s.obj[k*s.w+s.w-1] }

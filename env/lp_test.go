@@ -110,3 +110,87 @@ func TestLPSolverRoundOff(t *testing.T) {
 		t.Errorf("second objective %v, gonum %v", s.value(1), want2)
 	}
 }
+
+// TestLPExtend: the LP of TestLPSolverRoundOff solved over every third
+// column, then extended by the others in two steps, reaches the optimum
+// of the LP solved whole, in both objectives, at a feasible point.
+func TestLPExtend(t *testing.T) {
+	m, n, a, b, c1, c2 := readLPFile(t, "testdata/lp-spot16-tiered.bin.gz")
+	var whole lpSolver
+	if _, err := whole.solve(m, n, a, b, c1, c2); err != nil {
+		t.Fatal(err)
+	}
+	var first, second, third []int
+	for j := range n {
+		switch j % 3 {
+		case 0:
+			first = append(first, j)
+		case 1:
+			second = append(second, j)
+		default:
+			third = append(third, j)
+		}
+	}
+	sub := func(cols []int) (sa, s1, s2 []float64) {
+		sa = make([]float64, m*len(cols))
+		for r := range m {
+			for u, j := range cols {
+				sa[r*len(cols)+u] = a[r*n+j]
+			}
+		}
+		for _, j := range cols {
+			s1, s2 = append(s1, c1[j]), append(s2, c2[j])
+		}
+		return
+	}
+	var s lpSolver
+	sa, s1, s2 := sub(first)
+	if _, err := s.solve(m, len(first), sa, b, s1, s2); err != nil {
+		t.Fatal(err)
+	}
+	restricted := s.value(0)
+	order := first
+	var x []float64
+	for _, cols := range [][]int{second, third} {
+		var ent []lpEntry
+		start := []int{0}
+		var e1, e2 []float64
+		for _, j := range cols {
+			for r := range m {
+				if v := a[r*n+j]; v != 0 {
+					ent = append(ent, lpEntry{r, v})
+				}
+			}
+			start = append(start, len(ent))
+			e1, e2 = append(e1, c1[j]), append(e2, c2[j])
+		}
+		var err error
+		if x, err = s.extend(ent, start, e1, e2); err != nil {
+			t.Fatal(err)
+		}
+		order = append(order, cols...)
+	}
+	t.Logf("%d×%d: restricted %v, extended %v and %v, whole %v and %v", m, n, restricted, s.value(0), s.value(1), whole.value(0), whole.value(1))
+	if math.Abs(s.value(0)-whole.value(0)) > 1e-9 || math.Abs(s.value(1)-whole.value(1)) > 1e-9*math.Abs(whole.value(1)) {
+		t.Fatalf("extended to %v and %v, whole %v and %v", s.value(0), s.value(1), whole.value(0), whole.value(1))
+	}
+	if !(restricted < whole.value(0)-1e-6) {
+		t.Fatalf("a third of the columns already reach the optimum (%v): the test cannot tell an extension from none", restricted)
+	}
+	xs := make([]float64, n)
+	for u, j := range order {
+		if !(x[u] >= 0) {
+			t.Fatalf("x[%d] = %v", j, x[u])
+		}
+		xs[j] = x[u]
+	}
+	for r := range m {
+		lhs := 0.0
+		for j := range n {
+			lhs += a[r*n+j] * xs[j]
+		}
+		if lhs > b[r]+1e-9 {
+			t.Errorf("row %d: %v > %v", r, lhs, b[r])
+		}
+	}
+}

@@ -64,6 +64,14 @@ type MaxMinFairnessPacked struct {
 	xbuf    []float64 // the pairs' X, nt values each, in pair order
 	per     []float64 // one class pair's time per type
 	wk      []float64 // class tie-break weights (TieDeficit)
+	cost    []float64 // each column's tie-break coefficient
+	sel     []int     // the solver's columns: indices into cols, -1 for the max-min level
+	start   []int     // priced-in columns' first entries in ent
+	y       []float64 // each column's value
+	ent     []lpEntry
+	// Priced counts the solves a priced support needed again (tests and
+	// benchmarks).
+	Priced int
 }
 
 // packCol is one LP column: class k alone (l < 0) or classes k <= l
@@ -71,6 +79,9 @@ type MaxMinFairnessPacked struct {
 type packCol struct {
 	k, l, j int
 	tk, tl  float64
+	// out marks a column outside a priced support (ColumnSupport.Price):
+	// it enters the LP only when the restricted LP's duals price it in.
+	out bool
 }
 
 // Used lists the columns with a positive value in the last allocation's
@@ -99,6 +110,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	}
 	p.group(s)
 	nc := len(p.first)
+	price := p.Support != nil && p.Support.Price
 	// Normalisation and the columns.
 	p.norm = lpGrow(p.norm, nc)
 	p.best = lpGrow(p.best, nc)
@@ -119,8 +131,9 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			}
 		}
 		for j := range nt {
-			if usable(s, i, j) && (j == fastest || p.Support.hasAlone(job.Type, s.Types[j])) {
-				p.cols = append(p.cols, packCol{k: k, l: -1, j: j, tk: s.Throughput[i*nt+j] * p.norm[k]})
+			in := j == fastest || p.Support.hasAlone(job.Type, s.Types[j])
+			if usable(s, i, j) && (in || price) {
+				p.cols = append(p.cols, packCol{k: k, l: -1, j: j, tk: s.Throughput[i*nt+j] * p.norm[k], out: !in})
 			}
 		}
 	}
@@ -133,14 +146,15 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 					continue
 				}
 				for j := range nt {
-					if s.Jobs[i].Scale > s.Capacity[j] || !p.Support.hasPair(s.Jobs[i].Type, s.Jobs[i2].Type, s.Types[j]) {
+					in := p.Support.hasPair(s.Jobs[i].Type, s.Jobs[i2].Type, s.Types[j])
+					if s.Jobs[i].Scale > s.Capacity[j] || !(in || price) {
 						continue
 					}
 					ti, tk, ok := s.Pair(i, i2, j)
 					if !ok || !(ti > 0) || !(tk > 0) {
 						continue
 					}
-					p.cols = append(p.cols, packCol{k: k, l: l, j: j, tk: ti * p.norm[k], tl: tk * p.norm[l]})
+					p.cols = append(p.cols, packCol{k: k, l: l, j: j, tk: ti * p.norm[k], tl: tk * p.norm[l], out: !in})
 					if p.MaxPairColumns > 0 && len(p.cols)-alone > p.MaxPairColumns {
 						return fmt.Errorf("%s: more than %d pair columns: %w", p.Name(), p.MaxPairColumns, ErrRoundTooLarge)
 					}
@@ -162,61 +176,28 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			return fmt.Errorf("%s: job %d: %w", p.Name(), s.Jobs[p.first[k]].ID, ErrRoundJobCannot)
 		}
 	}
-	nv := len(p.cols) + 1
 	rows := 2*nc + nt
-	if nc > maxLPClasses || rows*(nv+rows) > maxLPTableau {
+	if nc > maxLPClasses || rows*(len(p.cols)+1+rows) > maxLPTableau {
 		return fmt.Errorf("%s: %d job classes, %d columns: %w", p.Name(), nc, len(p.cols), ErrRoundTooLarge)
 	}
-	l := slices.Min(p.best)
-	p.a = lpGrow(p.a, rows*nv)
-	p.b = lpGrow(p.b, rows)
-	p.c1 = lpGrow(p.c1, nv)
-	p.c2 = lpGrow(p.c2, nv)
-	clear(p.a)
-	clear(p.b)
-	clear(p.c1)
-	clear(p.c2)
-	mu := nv - 1
-	for k := range nc {
-		p.a[k*nv+mu] = l / p.best[k]
-		p.b[nc+k] = 1
-	}
-	for j := range nt {
-		p.b[2*nc+j] = 1
-	}
-	// Variables: alone, y = one job's share; in a pair, z = the pair
-	// entity's total time (GPU gangs × time), shared by the classes' jobs.
+	// Each column's objective coefficients: c1 (the max-min level) is 0
+	// for every column, c2 the tie-break's relative throughput.
+	p.cost = lpGrow(p.cost, len(p.cols))
 	for v, c := range p.cols {
 		mk := float64(p.count[c.k])
-		sc := float64(s.Jobs[p.first[c.k]].Scale)
-		cj := float64(s.Capacity[c.j])
 		switch {
 		case c.l < 0:
-			p.a[c.k*nv+v] = -c.tk / p.best[c.k]
-			p.a[(nc+c.k)*nv+v] = 1
-			p.a[(2*nc+c.j)*nv+v] = mk * sc / cj
-			p.c2[v] = mk * c.tk / p.best[c.k]
+			p.cost[v] = mk * c.tk / p.best[c.k]
 		case c.l == c.k:
-			// Each unit involves two of the class's m_k jobs.
-			p.a[c.k*nv+v] = -2 * c.tk / (mk * p.best[c.k])
-			p.a[(nc+c.k)*nv+v] = 2 / mk
-			p.a[(2*nc+c.j)*nv+v] = sc / cj
-			p.c2[v] = 2 * c.tk / p.best[c.k]
+			p.cost[v] = 2 * c.tk / p.best[c.k]
 		default:
-			ml := float64(p.count[c.l])
-			p.a[c.k*nv+v] = -c.tk / (mk * p.best[c.k])
-			p.a[c.l*nv+v] = -c.tl / (ml * p.best[c.l])
-			p.a[(nc+c.k)*nv+v] = 1 / mk
-			p.a[(nc+c.l)*nv+v] = 1 / ml
-			p.a[(2*nc+c.j)*nv+v] = sc / cj
-			p.c2[v] = c.tk/p.best[c.k] + c.tl/p.best[c.l]
+			p.cost[v] = c.tk/p.best[c.k] + c.tl/p.best[c.l]
 		}
 	}
-	p.c1[mu] = 1
 	if p.TieDeficit > 0 {
 		p.weighTies(s)
 	}
-	y, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
+	y, err := p.solveColumns(s, rows)
 	if err != nil {
 		return fmt.Errorf("%s: LP over %d job classes and %d columns: %w", p.Name(), nc, len(p.cols), err)
 	}
@@ -267,11 +248,129 @@ func (p *MaxMinFairnessPacked) weighTies(s *RoundState) {
 	}
 	for v, c := range p.cols {
 		if c.l < 0 || c.l == c.k {
-			p.c2[v] *= p.wk[c.k]
+			p.cost[v] *= p.wk[c.k]
 		} else {
-			p.c2[v] = c.tk/p.best[c.k]*p.wk[c.k] + c.tl/p.best[c.l]*p.wk[c.l]
+			p.cost[v] = c.tk/p.best[c.k]*p.wk[c.k] + c.tl/p.best[c.l]*p.wk[c.l]
 		}
 	}
+}
+
+// entries appends column c's constraint coefficients to e as (row,
+// value) pairs: rows 0..nc-1 the classes' max-min rows, nc..2nc-1 their
+// time, 2nc.. the types' GPUs. Alone, a variable is one job's share; in
+// a pair, the pair entity's total time (GPU gangs × time), shared by the
+// classes' jobs.
+func (p *MaxMinFairnessPacked) entries(s *RoundState, c packCol, e []lpEntry) []lpEntry {
+	nc := len(p.first)
+	mk := float64(p.count[c.k])
+	sc := float64(s.Jobs[p.first[c.k]].Scale)
+	cj := float64(s.Capacity[c.j])
+	switch {
+	case c.l < 0:
+		e = append(e, lpEntry{c.k, -c.tk / p.best[c.k]}, lpEntry{nc + c.k, 1}, lpEntry{2*nc + c.j, mk * sc / cj})
+	case c.l == c.k:
+		// Each unit involves two of the class's m_k jobs.
+		e = append(e, lpEntry{c.k, -2 * c.tk / (mk * p.best[c.k])}, lpEntry{nc + c.k, 2 / mk}, lpEntry{2*nc + c.j, sc / cj})
+	default:
+		ml := float64(p.count[c.l])
+		e = append(e, lpEntry{c.k, -c.tk / (mk * p.best[c.k])}, lpEntry{c.l, -c.tl / (ml * p.best[c.l])},
+			lpEntry{nc + c.k, 1 / mk}, lpEntry{nc + c.l, 1 / ml}, lpEntry{2*nc + c.j, sc / cj})
+	}
+	return e
+}
+
+// lpEntry is one nonzero of an LP column.
+type lpEntry struct {
+	row int
+	v   float64
+}
+
+// solveColumns solves the LP over the columns not marked out, then, for
+// a priced support, adds every column outside it that the solution's
+// duals price in (a negative reduced cost in the max-min level, or a
+// zero one there and a negative one in the tie-break) and solves again,
+// until none is: the optimum of the LP over every column, found in the
+// LP over few. It returns each column's value (0 for those left out).
+func (p *MaxMinFairnessPacked) solveColumns(s *RoundState, rows int) ([]float64, error) {
+	nc := len(p.first)
+	l := slices.Min(p.best)
+	p.sel = p.sel[:0]
+	for v, c := range p.cols {
+		if !c.out {
+			p.sel = append(p.sel, v)
+		}
+	}
+	nv := len(p.sel) + 1
+	mu := nv - 1
+	p.a = lpGrow(p.a, rows*nv)
+	p.b = lpGrow(p.b, rows)
+	p.c1 = lpGrow(p.c1, nv)
+	p.c2 = lpGrow(p.c2, nv)
+	clear(p.a)
+	clear(p.b)
+	clear(p.c1)
+	clear(p.c2)
+	for k := range nc {
+		p.a[k*nv+mu] = l / p.best[k]
+		p.b[nc+k] = 1
+	}
+	for j := range len(s.Types) {
+		p.b[2*nc+j] = 1
+	}
+	for u, v := range p.sel {
+		p.ent = p.entries(s, p.cols[v], p.ent[:0])
+		for _, e := range p.ent {
+			p.a[e.row*nv+u] = e.v
+		}
+		p.c2[u] = p.cost[v]
+	}
+	p.c1[mu] = 1
+	x, err := p.lp.solve(rows, nv, p.a, p.b, p.c1, p.c2)
+	if err != nil {
+		return nil, err
+	}
+	p.sel = append(p.sel, -1) // the solver's columns: sel, μ, then those priced in
+	for len(p.sel)-1 < len(p.cols) {
+		// Reduced costs of the columns left out: -c + dual·column.
+		p.ent, p.start = p.ent[:0], append(p.start[:0], 0)
+		p.c1, p.c2 = p.c1[:0], p.c2[:0]
+		for v := range p.cols {
+			c := &p.cols[v]
+			if !c.out {
+				continue
+			}
+			n0 := len(p.ent)
+			p.ent = p.entries(s, *c, p.ent)
+			d1, d2 := 0.0, -p.cost[v]
+			for _, e := range p.ent[n0:] {
+				d1 += p.lp.dual(0, e.row) * e.v
+				d2 += p.lp.dual(1, e.row) * e.v
+			}
+			if d1 < -lpTol || (d1 <= lpTol && d2 < -lpTol) {
+				c.out = false
+				p.sel = append(p.sel, v)
+				p.start = append(p.start, len(p.ent))
+				p.c1, p.c2 = append(p.c1, 0), append(p.c2, p.cost[v])
+			} else {
+				p.ent = p.ent[:n0]
+			}
+		}
+		if len(p.start) == 1 {
+			break
+		}
+		if x, err = p.lp.extend(p.ent, p.start, p.c1, p.c2); err != nil {
+			return nil, err
+		}
+		p.Priced++
+	}
+	p.y = lpGrow(p.y, len(p.cols))
+	clear(p.y)
+	for u, v := range p.sel {
+		if v >= 0 {
+			p.y[v] = x[u]
+		}
+	}
+	return p.y, nil
 }
 
 // group puts jobs of one (job type, scale, priority, throughput row) into

@@ -31,6 +31,13 @@ type ColumnSupport struct {
 	// differ from those at low load, so a band of its own keeps the LP
 	// small there too.
 	Above *ColumnSupport
+	// Price: the columns outside the support enter the LP when the
+	// restricted LP's duals price them in (column generation, warm from
+	// the restricted optimum), so the allocation is an optimum of the
+	// full LP, the teacher's but where the LP has several; the support
+	// then sets only how much of the LP is solved at once, which is the
+	// student's speed. Every column is still built to be priced.
+	Price bool
 
 	alone map[supportKey]bool
 	pairs map[supportKey]bool

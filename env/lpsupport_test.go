@@ -284,6 +284,78 @@ func TestSupportMaxLogLoad(t *testing.T) {
 	}
 }
 
+// TestSupportPrice: a priced support, even an empty one, reaches the
+// full LP's optimum in both objectives (the allocation itself may be
+// another optimal vertex), pricing columns in only where the support
+// lacks them; unpriced, the empty support falls short.
+func TestSupportPrice(t *testing.T) {
+	tab, err := GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := range uint64(6) {
+		s := tableRound(t, 30, []int{4, 4, 4}, seed)
+		teacher := &MaxMinFairnessPacked{TieDeficit: 5}
+		allocPacked(t, teacher, s)
+		want0, want1 := teacher.lp.value(0), teacher.lp.value(1)
+		var names []SupportColumn
+		for _, u := range teacher.Used() {
+			c := SupportColumn{A: tab.Models[u.A], GPU: s.Types[u.GPU]}
+			if u.B >= 0 {
+				c.B = tab.Models[u.B]
+			}
+			names = append(names, c)
+		}
+		own, _ := NewColumnSupport(tab, names)
+		empty, _ := NewColumnSupport(tab, nil)
+		for name, sup := range map[string]*ColumnSupport{"empty": empty, "the columns it used": own} {
+			sup.Price = true
+			p := &MaxMinFairnessPacked{TieDeficit: 5, Support: sup}
+			x, pairs := allocPacked(t, p, s)
+			// A valid allocation: each job's time at most 1, each type's
+			// GPUs within its count.
+			nt := len(s.Types)
+			time, use := make(map[int]float64), make([]float64, nt)
+			for i, j := range s.Jobs {
+				for k := range nt {
+					time[j.ID] += x[i*nt+k]
+					use[k] += x[i*nt+k] * float64(j.Scale)
+				}
+			}
+			for _, pr := range pairs {
+				for k := range nt {
+					time[pr.A] += pr.X[k]
+					time[pr.B] += pr.X[k]
+					use[k] += pr.X[k] * float64(s.Jobs[0].Scale)
+				}
+			}
+			for id, v := range time {
+				if v > 1+1e-9 {
+					t.Fatalf("seed %d, %s: job %d runs %v of the time", seed, name, id, v)
+				}
+			}
+			for k, u := range use {
+				if u > float64(s.Capacity[k])+1e-9 {
+					t.Fatalf("seed %d, %s: %s uses %v of %d GPUs", seed, name, s.Types[k], u, s.Capacity[k])
+				}
+			}
+			got0, got1 := p.lp.value(0), p.lp.value(1)
+			if math.Abs(got0-want0) > 1e-9 || math.Abs(got1-want1) > 1e-9*math.Abs(want1) {
+				t.Errorf("seed %d, %s support: objectives %v and %v, the full LP's %v and %v", seed, name, got0, got1, want0, want1)
+			}
+			if (p.Priced > 0) != (name == "empty") {
+				t.Errorf("seed %d, %s support: priced in %d times", seed, name, p.Priced)
+			}
+		}
+		empty.Price = false
+		p := &MaxMinFairnessPacked{TieDeficit: 5, Support: empty}
+		allocPacked(t, p, s)
+		if got := p.lp.value(0); !(got < want0-1e-6) {
+			t.Errorf("seed %d: unpriced, the empty support reaches %v of %v: pricing is not what the test measures", seed, got, want0)
+		}
+	}
+}
+
 // TestSupportBands: past a band's limit the student uses the band above
 // it (the allocation of a policy with that band alone), or the full LP
 // past the last; bands round-trip through a file, and bad chains are
@@ -327,7 +399,7 @@ func TestSupportBands(t *testing.T) {
 	}
 
 	l, h := *low, *high
-	l.MaxLogLoad, l.Above = 0.25, &h
+	l.MaxLogLoad, l.Above, h.Price = 0.25, &h, true
 	path := t.TempDir() + "/s.json"
 	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: &l}, nil); err != nil {
 		t.Fatal(err)
@@ -338,7 +410,7 @@ func TestSupportBands(t *testing.T) {
 	}
 	p, err := ParseTieredPolicy(b)
 	if err != nil || p.Support.MaxLogLoad != 0.25 || p.Support.Above == nil || !reflect.DeepEqual(p.Support.Above.Columns(tab), high.Columns(tab)) ||
-		!math.IsInf(p.Support.Above.MaxLogLoad, 1) || p.Support.Len() != 2 {
+		!math.IsInf(p.Support.Above.MaxLogLoad, 1) || p.Support.Len() != 2 || p.Support.Price || !p.Support.Above.Price {
 		t.Fatalf("round trip: %v %+v", err, p.Support)
 	}
 	for _, tc := range []struct{ from, to, want string }{

@@ -298,6 +298,9 @@ type SupportFile struct {
 	// Above is ColumnSupport.Above: the band past MaxLogLoad (absent:
 	// the full LP there).
 	Above *SupportFile `json:"above,omitempty"`
+	// Price is ColumnSupport.Price: the columns outside the band enter
+	// when they improve the LP.
+	Price bool `json:"price,omitempty"`
 }
 
 // TieredPolicyKind is the kind field of a tiered policy file.
@@ -360,6 +363,7 @@ func (f *SupportFile) columnSupport(t *ThroughputTable, k int) (*ColumnSupport, 
 	if m := f.MaxLogLoad; m != nil {
 		s.MaxLogLoad = *m
 	}
+	s.Price = f.Price
 	if f.Above != nil {
 		if f.MaxLogLoad == nil {
 			return nil, fmt.Errorf("support band %d: a band above it, and no max_log_load", k)
@@ -373,7 +377,7 @@ func (f *SupportFile) columnSupport(t *ThroughputTable, k int) (*ColumnSupport, 
 
 // supportFile is s as a SupportFile, its bands above included.
 func supportFile(t *ThroughputTable, s *ColumnSupport) *SupportFile {
-	f := &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}}
+	f := &SupportFile{Alone: [][2]string{}, Pairs: [][3]string{}, Price: s.Price}
 	if m := s.MaxLogLoad; !math.IsInf(m, 1) {
 		f.MaxLogLoad = &m
 	}

@@ -411,9 +411,12 @@ type TieredParams struct {
 	GangGuardHours    float64 `json:"gang_guard_h"`
 	AgeGuardHours     float64 `json:"age_guard_h"`
 	TieDeficit        float64 `json:"tie_deficit_weight"`
-	// SupportColumns is a distilled student's column support's size (0:
-	// every column).
+	// SupportColumns is a distilled student's column support's size,
+	// every load band's (0: every column).
 	SupportColumns int `json:"support_columns,omitempty"`
+	// SupportPriced: columns outside the support enter when they improve
+	// the LP, so the answer is an optimum of the teacher's LP.
+	SupportPriced bool `json:"support_priced,omitempty"`
 }
 
 func (lp *learnedPolicy) describe() AllocationPolicy {
@@ -425,6 +428,7 @@ func (lp *learnedPolicy) describe() AllocationPolicy {
 			AgeGuardHours: t.AgeGuardHours, TieDeficit: t.TieDeficit}
 		if t.Support != nil {
 			d.Tiered.SupportColumns = t.Support.Len()
+			d.Tiered.SupportPriced = t.Support.Price
 		}
 	}
 	return d

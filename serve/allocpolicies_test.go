@@ -602,10 +602,37 @@ func TestAllocTiered(t *testing.T) {
 			t.Fatalf("student round %d: API %+v, env %+v", i, got, want)
 		}
 	}
-	list := s.AllocationPolicies().Policies[1:] // "student" < "tail"
+	// Priced, its bands price columns in: still env's answer.
+	for b := spol.Support; b != nil; b = b.Above {
+		b.Price = true
+	}
+	priced := filepath.Join(t.TempDir(), "priced.json")
+	if err := env.WriteTieredPolicy(priced, spol, nil); err != nil {
+		t.Fatal(err)
+	}
+	if code, b := call(t, h, "PUT", "/v1/allocation-policies/priced", mustRead(t, priced), "Authorization", "Bearer a"); code != http.StatusOK {
+		t.Fatalf("priced PUT: %d %s", code, b)
+	}
+	for i, req := range reqs {
+		req.Policy = "priced"
+		want := envAnswer(t, req, spol)
+		want.SHA256 = fileSHA(t, priced)
+		if got := allocCall(t, h, req); !reflect.DeepEqual(got, want) {
+			t.Fatalf("priced round %d: API %+v, env %+v", i, got, want)
+		}
+	}
+	list := s.AllocationPolicies().Policies // priced, student, tail
 	want := TieredParams{LogPriorityRatio: 1.024529424974006, GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5}
-	if len(list) != 1 || list[0].Kind != "tiered" || list[0].Tiered == nil || *list[0].Tiered != want || list[0].Features[len(list[0].Features)-1] != "log_load" {
+	if len(list) != 3 || list[2].Kind != "tiered" || list[2].Tiered == nil || *list[2].Tiered != want || list[2].Features[len(list[2].Features)-1] != "log_load" {
 		t.Fatalf("list %+v", list)
+	}
+	want.SupportColumns = 145
+	if *list[1].Tiered != want {
+		t.Fatalf("student listed as %+v, want %+v", *list[1].Tiered, want)
+	}
+	want.SupportPriced = true
+	if *list[0].Tiered != want {
+		t.Fatalf("priced student listed as %+v, want %+v", *list[0].Tiered, want)
 	}
 }
 
