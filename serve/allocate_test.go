@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -188,7 +189,7 @@ func FuzzAllocate(f *testing.F) {
 	f.Add([]byte(`{"policy":"gavel","time_s":9,"gpus":[{"type":"p100","count":2}],"jobs":[{"id":4,"model":"ResNet-18 (batch size 16)","scale":2,"steps_total":1,"steps_left":1,"prev_type":"v100"}]}`))
 	f.Add([]byte(`{"policy":"tiresias","gpus":[{"type":"k80","count":4}],"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":4,"steps_total":1,"steps_left":1}]}`))
 	f.Add([]byte(`{"policy":"max_min_fairness_perf","time_s":5,"gpus":[{"type":"v100","count":2},{"type":"k80","count":0}],"jobs":[]}`))
-	for _, pol := range []string{"tail", "gandiva", "max_min_fairness_packed"} {
+	for _, pol := range []string{"tail", "priced", "gandiva", "max_min_fairness_packed"} {
 		b, _ = json.Marshal(packedReq(pol))
 		f.Add(b)
 	}
@@ -196,8 +197,24 @@ func FuzzAllocate(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// The distilled student, priced: its column generation on any round.
+	sb, err := os.ReadFile("../docs/policies/gavel-single-tiered-student.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	student, err := env.ParseTieredPolicy(sb)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for b := student.Support; b != nil; b = b.Above {
+		b.Price = true
+	}
+	priced := filepath.Join(f.TempDir(), "priced.json")
+	if err := env.WriteTieredPolicy(priced, student, nil); err != nil {
+		f.Fatal(err)
+	}
 	learned, err := newAllocPolicies(map[string]string{"gavel": "../docs/policies/gavel-multi.json",
-		"tail": "../docs/policies/gavel-single-tiered-tail.json"}, nil, prometheus.NewRegistry())
+		"tail": "../docs/policies/gavel-single-tiered-tail.json", "priced": priced}, nil, prometheus.NewRegistry())
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -213,7 +230,7 @@ func FuzzAllocate(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if (resp.SHA256 != "") != (req.Policy == "gavel" || req.Policy == "tail") {
+		if (resp.SHA256 != "") != (req.Policy == "gavel" || req.Policy == "tail" || req.Policy == "priced") {
 			t.Fatalf("policy %s answered with version %q", req.Policy, resp.SHA256)
 		}
 		// Every answer is a valid allocation: shares in (0, 1], each
