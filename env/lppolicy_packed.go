@@ -69,6 +69,7 @@ type MaxMinFairnessPacked struct {
 	start   []int     // priced-in columns' first entries in ent
 	y       []float64 // each column's value
 	ent     []lpEntry
+	gid     []int // the support's number of each GPU type of the round
 	// Priced counts the solves a priced support needed again (tests and
 	// benchmarks).
 	Priced int
@@ -111,6 +112,9 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 	p.group(s)
 	nc := len(p.first)
 	price := p.Support != nil && p.Support.Price
+	if p.Support != nil {
+		p.gid = p.Support.gpuIDs(s.Types, p.gid)
+	}
 	// Normalisation and the columns.
 	p.norm = lpGrow(p.norm, nc)
 	p.best = lpGrow(p.best, nc)
@@ -131,7 +135,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 			}
 		}
 		for j := range nt {
-			in := j == fastest || p.Support.hasAlone(job.Type, s.Types[j])
+			in := p.Support == nil || j == fastest || p.Support.hasAlone(job.Type, p.gid[j])
 			if usable(s, i, j) && (in || price) {
 				p.cols = append(p.cols, packCol{k: k, l: -1, j: j, tk: s.Throughput[i*nt+j] * p.norm[k], out: !in})
 			}
@@ -146,7 +150,7 @@ func (p *MaxMinFairnessPacked) Allocate(s *RoundState, x []float64) error {
 					continue
 				}
 				for j := range nt {
-					in := p.Support.hasPair(s.Jobs[i].Type, s.Jobs[i2].Type, s.Types[j])
+					in := p.Support == nil || p.Support.hasPair(s.Jobs[i].Type, s.Jobs[i2].Type, p.gid[j])
 					if s.Jobs[i].Scale > s.Capacity[j] || !(in || price) {
 						continue
 					}

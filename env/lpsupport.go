@@ -41,6 +41,13 @@ type ColumnSupport struct {
 
 	alone map[supportKey]bool
 	pairs map[supportKey]bool
+	// The same columns as dense tables, for the per-column tests of a
+	// solve: gpu numbers the GPU type names, aloneAt[model*ng+g] and
+	// pairAt[(a*nm+b)*ng+g] (a <= b) for nm job types and ng names.
+	gpu     map[string]int
+	nm, ng  int
+	aloneAt []bool
+	pairAt  []bool
 }
 
 // supportKey is a job type alone (b < 0) or two job types (a <= b) on a
@@ -79,7 +86,38 @@ func NewColumnSupport(t *ThroughputTable, cols []SupportColumn) (*ColumnSupport,
 		}
 		s.pairs[supportKey{min(a, b), max(a, b), c.GPU}] = true
 	}
+	s.gpu, s.nm = map[string]int{}, len(t.Models)
+	for _, m := range []map[supportKey]bool{s.alone, s.pairs} {
+		for k := range m {
+			if _, ok := s.gpu[k.gpu]; !ok {
+				s.gpu[k.gpu] = len(s.gpu)
+			}
+		}
+	}
+	s.ng = len(s.gpu)
+	s.aloneAt = make([]bool, s.nm*s.ng)
+	s.pairAt = make([]bool, s.nm*s.nm*s.ng)
+	for k := range s.alone {
+		s.aloneAt[k.a*s.ng+s.gpu[k.gpu]] = true
+	}
+	for k := range s.pairs {
+		s.pairAt[(k.a*s.nm+k.b)*s.ng+s.gpu[k.gpu]] = true
+	}
 	return s, nil
+}
+
+// gpuIDs fills ids with the support's number for each of a round's GPU
+// types, -1 for a type it does not name.
+func (s *ColumnSupport) gpuIDs(types []string, ids []int) []int {
+	ids = ids[:0]
+	for _, t := range types {
+		g, ok := s.gpu[t]
+		if !ok {
+			g = -1
+		}
+		ids = append(ids, g)
+	}
+	return ids
 }
 
 // Columns lists the support's columns by name, alone columns first, each
@@ -146,12 +184,16 @@ func (s *ColumnSupport) check() error {
 	return nil
 }
 
-func (s *ColumnSupport) hasAlone(model int, gpu string) bool {
-	return s == nil || s.alone[supportKey{model, -1, gpu}]
+// hasAlone tells whether the support keeps job type model alone on the
+// GPU type numbered g (gpuIDs).
+func (s *ColumnSupport) hasAlone(model, g int) bool {
+	return g >= 0 && model < s.nm && s.aloneAt[model*s.ng+g]
 }
 
-func (s *ColumnSupport) hasPair(a, b int, gpu string) bool {
-	return s == nil || s.pairs[supportKey{min(a, b), max(a, b), gpu}]
+// hasPair tells whether the support keeps job types a and b together on
+// the GPU type numbered g.
+func (s *ColumnSupport) hasPair(a, b, g int) bool {
+	return g >= 0 && a < s.nm && b < s.nm && s.pairAt[(min(a, b)*s.nm+max(a, b))*s.ng+g]
 }
 
 // UsedColumn is a column with a positive value in the last solve of
