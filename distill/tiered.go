@@ -81,17 +81,40 @@ type TieredConfig struct {
 	MaxLogLoad float64
 	// HighPairs and HighAlone are the high-load support's size: the
 	// most-used columns of the teacher's solves past MaxLogLoad. With
-	// HighFull the student solves the full LP there instead.
+	// HighFull, or when no training solve was past MaxLogLoad, the
+	// student solves the full LP there instead.
 	HighPairs, HighAlone int
 	HighFull             bool
 	// Price makes every band a priced support (env.ColumnSupport.Price):
 	// the teacher's LP optimum, solved from the support outwards.
-	Price      bool
-	TrainRates []float64 // jobs/h on the Gavel cluster, single-GPU jobs
+	Price bool
+	// Scenario is the GPU scenario the teacher runs on (CLUSTER-WORKLOAD,
+	// report.ParseGPUScenario); "" is Gavel's single-GPU protocol. A
+	// support names GPU types, so a student is distilled on the cluster
+	// it is for.
+	Scenario string
+	// Loads: TrainRates and EvalRates are offered loads (GPURunConfig's
+	// Load), not jobs/h.
+	Loads      bool
+	TrainRates []float64 // jobs/h (or loads)
 	TrainSeeds []uint64
 	EvalRates  []float64
 	EvalSeeds  []uint64 // empty: no evaluation
 	Workers    int      // runs at once; 0 = GOMAXPROCS
+}
+
+// run is the GPU run of cfg's scenario at rate (or load) x and seed.
+func (cfg *TieredConfig) run(x float64, seed uint64) report.GPURunConfig {
+	r := report.GPURunConfig{Scenario: cfg.Scenario, Seed: seed}
+	if r.Scenario == "" {
+		r.Scenario = tieredScenario
+	}
+	if cfg.Loads {
+		r.Load = x
+	} else {
+		r.Rate = x
+	}
+	return r
 }
 
 // TieredEval is one evaluation rate over the seeds: average JCT (hours)
@@ -100,7 +123,8 @@ type TieredConfig struct {
 // time of one allocation (the policy's Allocate, over every allocation of
 // the runs; the runs share the machine, so compare the ratio).
 type TieredEval struct {
-	Rate            float64 `json:"rate_jobs_per_h"`
+	Rate            float64 `json:"rate_jobs_per_h,omitempty"`
+	Load            float64 `json:"load,omitempty"` // with TieredConfig.Loads, in place of Rate
 	TeacherJCT      float64 `json:"teacher_avg_jct_h"`
 	StudentJCT      float64 `json:"student_avg_jct_h"`
 	BaselineJCT     float64 `json:"baseline_avg_jct_h"`
@@ -116,7 +140,9 @@ type TieredSummary struct {
 	TeacherSHA256 string       `json:"teacher_sha256"`
 	Student       string       `json:"student"`
 	Baseline      string       `json:"baseline"`
-	TrainRates    []float64    `json:"train_rates"`
+	Scenario      string       `json:"scenario"`
+	TrainRates    []float64    `json:"train_rates,omitempty"` // jobs/h
+	TrainLoads    []float64    `json:"train_loads,omitempty"` // with TieredConfig.Loads
 	TrainSeeds    []uint64     `json:"train_seeds"`
 	Solves        int          `json:"train_solves"`
 	UsedColumns   float64      `json:"teacher_used_columns_per_solve"`
@@ -191,6 +217,8 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		return nil, fmt.Errorf("distill: support of %d pair and %d alone columns, %d and %d past the limit: want >= 0", cfg.Pairs, cfg.Alone, cfg.HighPairs, cfg.HighAlone)
 	case len(cfg.TrainRates) == 0 || len(cfg.TrainSeeds) == 0:
 		return nil, fmt.Errorf("distill: no training rates or seeds")
+	case slices.ContainsFunc(append(slices.Clone(cfg.TrainRates), cfg.EvalRates...), func(x float64) bool { return !(x > 0 && x < math.Inf(1)) }):
+		return nil, fmt.Errorf("distill: training and evaluation rates (or loads) %v, %v: want each > 0 and finite", cfg.TrainRates, cfg.EvalRates)
 	}
 	data, err := os.ReadFile(cfg.Teacher)
 	if err != nil {
@@ -205,7 +233,10 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		return nil, err
 	}
 	sum := &TieredSummary{Teacher: cfg.Teacher, Student: filepath.Join(cfg.Out, "policy.json"), Baseline: TieredBaseline,
-		TrainRates: cfg.TrainRates, TrainSeeds: cfg.TrainSeeds, EvalSeeds: cfg.EvalSeeds, Eval: []TieredEval{}}
+		Scenario: cfg.run(0, 0).Scenario, TrainRates: cfg.TrainRates, TrainSeeds: cfg.TrainSeeds, EvalSeeds: cfg.EvalSeeds, Eval: []TieredEval{}}
+	if cfg.Loads {
+		sum.TrainRates, sum.TrainLoads = nil, cfg.TrainRates
+	}
 	h := sha256.Sum256(data)
 	sum.TeacherSHA256 = hex.EncodeToString(h[:])
 
@@ -216,8 +247,9 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	err = report.ForEach(ctx, nt, cfg.Workers, func(i int) error {
 		p := &timedTiered{TieredPackedPolicy: teacher.Clone(), used: [2]map[env.SupportColumn]int{{}, {}}, maxLoad: cfg.MaxLogLoad, table: tab}
 		runs[i] = p
-		_, err := report.RunGPU(report.GPURunConfig{Scenario: tieredScenario, Rate: cfg.TrainRates[i/len(cfg.TrainSeeds)],
-			Seed: cfg.TrainSeeds[i%len(cfg.TrainSeeds)], Policy: "teacher", New: func() env.AllocationPolicy { return p }})
+		run := cfg.run(cfg.TrainRates[i/len(cfg.TrainSeeds)], cfg.TrainSeeds[i%len(cfg.TrainSeeds)])
+		run.Policy, run.New = "teacher", func() env.AllocationPolicy { return p }
+		_, err := report.RunGPU(run)
 		return err
 	})
 	if err != nil {
@@ -250,7 +282,9 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 				band.PairsUsed++
 			}
 		}
-		if b == 1 && cfg.HighFull {
+		// Past the limit with no training solve there, the teacher's runs
+		// say nothing of the columns it needs: the full LP.
+		if b == 1 && (cfg.HighFull || band.Solves == 0) {
 			band.Full = true
 			sum.Bands = append(sum.Bands, band)
 			break
@@ -288,7 +322,7 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		return nil, err
 	}
 	record := map[string]any{"method": "distillation: the teacher's LP over its most-used columns", "teacher": cfg.Teacher,
-		"teacher_sha256": sum.TeacherSHA256, "train_rates": cfg.TrainRates, "train_seeds": cfg.TrainSeeds,
+		"teacher_sha256": sum.TeacherSHA256, "scenario": sum.Scenario, "train_rates": sum.TrainRates, "train_loads": sum.TrainLoads, "train_seeds": cfg.TrainSeeds,
 		"bands": sum.Bands, "priced": cfg.Price}
 	if err := env.WriteTieredPolicy(sum.Student, student, record); err != nil {
 		return nil, err
@@ -349,7 +383,8 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 	res := make([]out, 3*nr*ns) // (policy, rate, seed)
 	err := report.ForEach(ctx, len(res), cfg.Workers, func(k int) error {
 		pi, ri, si := k/(nr*ns), k/ns%nr, k%ns
-		run := report.GPURunConfig{Scenario: tieredScenario, Rate: cfg.EvalRates[ri], Seed: cfg.EvalSeeds[si], Policy: TieredBaseline}
+		run := cfg.run(cfg.EvalRates[ri], cfg.EvalSeeds[si])
+		run.Policy = TieredBaseline
 		var p *timedTiered
 		if pi < 2 {
 			p = &timedTiered{TieredPackedPolicy: []*env.TieredPackedPolicy{teacher, student}[pi].Clone()}
@@ -360,7 +395,7 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 			return err
 		}
 		if m.AvgJCT == nil {
-			return fmt.Errorf("%s at %v jobs/h seed %d stopped at the bound", run.Policy, run.Rate, run.Seed)
+			return fmt.Errorf("%s on %s at %v jobs/h (load %v) seed %d stopped at the bound", run.Policy, run.Scenario, run.Rate, run.Load, run.Seed)
 		}
 		res[k].jct = *m.AvgJCT
 		if p != nil {
@@ -374,6 +409,9 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 	var evals []TieredEval
 	for ri, rate := range cfg.EvalRates {
 		e := TieredEval{Rate: rate}
+		if cfg.Loads {
+			e.Rate, e.Load = 0, rate
+		}
 		var took [2]time.Duration
 		var n [2]int
 		for si := range ns {
@@ -401,8 +439,18 @@ func evalTiered(ctx context.Context, cfg TieredConfig, teacher, student *env.Tie
 
 // WriteTieredSummary prints a tiered distillation's summary for people.
 func WriteTieredSummary(w io.Writer, s *TieredSummary) error {
-	fmt.Fprintf(w, "student %s: the teacher's LP over its most-used columns in %d solves on %v jobs/h, seeds %v (%.1f columns positive per solve)\n",
-		s.Student, s.Solves, s.TrainRates, s.TrainSeeds, s.UsedColumns)
+	at := func(rate, load float64) string {
+		if load > 0 {
+			return fmt.Sprintf("load %.3g", load)
+		}
+		return fmt.Sprintf("%.3g jobs/h", rate)
+	}
+	train := fmt.Sprintf("%v jobs/h", s.TrainRates)
+	if len(s.TrainLoads) > 0 {
+		train = fmt.Sprintf("loads %v", s.TrainLoads)
+	}
+	fmt.Fprintf(w, "student %s: the teacher's LP over its most-used columns in %d solves on %s at %s, seeds %v (%.1f columns positive per solve)\n",
+		s.Student, s.Solves, s.Scenario, train, s.TrainSeeds, s.UsedColumns)
 	lo := "every load"
 	for _, b := range s.Bands {
 		at := lo
@@ -418,8 +466,8 @@ func WriteTieredSummary(w io.Writer, s *TieredSummary) error {
 			at, b.Solves, b.AloneKept, b.PairsKept, b.AloneUsed, b.PairsUsed, 100*b.Covered)
 	}
 	for _, e := range s.Eval {
-		fmt.Fprintf(w, "%.3g jobs/h, seeds %v: teacher %.3f h, student %.3f h, %s %.3f h: %.0f%% of the improvement kept; one allocation %.0f µs against %.0f µs (%.1fx)\n",
-			e.Rate, s.EvalSeeds, e.TeacherJCT, e.StudentJCT, s.Baseline, e.BaselineJCT, 100*e.Kept, e.StudentAllocate, e.TeacherAllocate, e.Speedup)
+		fmt.Fprintf(w, "%s, seeds %v: teacher %.3f h, student %.3f h, %s %.3f h: %.0f%% of the improvement kept; one allocation %.0f µs against %.0f µs (%.1fx)\n",
+			at(e.Rate, e.Load), s.EvalSeeds, e.TeacherJCT, e.StudentJCT, s.Baseline, e.BaselineJCT, 100*e.Kept, e.StudentAllocate, e.TeacherAllocate, e.Speedup)
 	}
 	return nil
 }

@@ -56,6 +56,13 @@ func TestRunTiered(t *testing.T) {
 		!student.Support.Price || !student.Support.Above.Price {
 		t.Fatalf("student %v %+v", err, student)
 	}
+	// A limit no training solve passed: no data for a band above it, so
+	// the full LP there.
+	none, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: t.TempDir(), Pairs: 5, Alone: 12, MaxLogLoad: 5,
+		HighPairs: 3, HighAlone: 6, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
+	if err != nil || len(none.Bands) != 2 || none.Bands[1].Solves != 0 || !none.Bands[1].Full {
+		t.Fatalf("no solve past the limit: %v %+v", err, none)
+	}
 	// The full LP past the limit: one support, a band that says so.
 	c, full := run(t.TempDir(), false)
 	if len(full.Bands) != 2 || !full.Bands[1].Full || full.Bands[1].Solves != sum.Bands[1].Solves || full.Bands[1].AloneKept != 0 {
@@ -79,6 +86,29 @@ func TestRunTiered(t *testing.T) {
 	}
 }
 
+// TestRunTieredScenario: a student distilled on another cluster, at
+// offered loads, names that cluster's GPU types, and its summary the
+// scenario and loads.
+func TestRunTieredScenario(t *testing.T) {
+	dir := t.TempDir()
+	sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 4, Alone: 8, MaxLogLoad: math.Inf(1),
+		Scenario: "spot/128-single", Loads: true, TrainRates: []float64{0.8}, TrainSeeds: []uint64{100}, EvalRates: []float64{0.8}, EvalSeeds: []uint64{0}, Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum.Scenario != "spot/128-single" || !slices.Equal(sum.TrainLoads, []float64{0.8}) || sum.TrainRates != nil ||
+		len(sum.Eval) != 1 || sum.Eval[0].Load != 0.8 || sum.Eval[0].Rate != 0 || !(sum.Eval[0].TeacherJCT > 0) {
+		t.Fatalf("summary %+v", sum)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"v100"`) || !strings.Contains(string(b), `"h800"`) && !strings.Contains(string(b), `"a100`) {
+		t.Fatalf("a student of the spot cluster naming Gavel's types, or none of its own:\n%s", b)
+	}
+}
+
 func TestRunTieredErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
@@ -91,6 +121,9 @@ func TestRunTieredErrors(t *testing.T) {
 		{TieredConfig{Teacher: tailTeacher, Out: dir, MaxLogLoad: 1e9, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "within ±10"},
 		{TieredConfig{Teacher: tailTeacher, Out: dir, MaxLogLoad: math.NaN(), TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "within ±10"},
 		{TieredConfig{Teacher: tailTeacher, Out: dir}, "no training rates"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, Loads: true, TrainRates: []float64{0}, TrainSeeds: []uint64{1}}, "want each > 0"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, TrainRates: []float64{4}, EvalRates: []float64{math.Inf(1)}, TrainSeeds: []uint64{1}}, "want each > 0"},
+		{TieredConfig{Teacher: tailTeacher, Out: dir, Scenario: "nope-single", Loads: true, TrainRates: []float64{0.5}, TrainSeeds: []uint64{1}}, "nope"},
 		{TieredConfig{Teacher: "../docs/policies/gavel-multi.json", Out: dir, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "tiered policy"},
 		{TieredConfig{Teacher: "/no/such.json", Out: dir, TrainRates: []float64{4}, TrainSeeds: []uint64{1}}, "no such file"},
 	} {

@@ -31,7 +31,7 @@ func newDistillCmd(a *app) *cobra.Command {
 				cmd.Flags().Visit(func(f *pflag.Flag) {
 					switch f.Name {
 					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone",
-						"support-high-full", "support-price", "json", "log-level", "log-format":
+						"support-high-full", "support-price", "scenario", "train-loads", "eval-loads", "json", "log-level", "log-format":
 					default:
 						if bad == nil {
 							bad = fmt.Errorf("--%s does not apply to a tiered teacher (%s)", f.Name, r.Teacher)
@@ -47,7 +47,8 @@ func newDistillCmd(a *app) *cobra.Command {
 				}
 				return runDistillTiered(cmd, a, r.Teacher, r.Out, seeds, tp, r.JSON)
 			}
-			for _, name := range []string{"support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone", "support-high-full", "support-price"} {
+			for _, name := range []string{"support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone", "support-high-full", "support-price",
+				"scenario", "train-loads", "eval-loads"} {
 				if cmd.Flags().Changed(name) {
 					return fmt.Errorf("--%s applies to a tiered teacher only (%s is not one)", name, r.Teacher)
 				}
@@ -72,6 +73,9 @@ func newDistillCmd(a *app) *cobra.Command {
 	fl.IntVar(&tp.highPairs, "support-high-pairs", distill.DefaultSupportHighPairs, "a tiered teacher: the most-used pair columns past --support-max-log-load its student keeps")
 	fl.IntVar(&tp.highAlone, "support-high-alone", distill.DefaultSupportHighAlone, "a tiered teacher: the most-used alone columns past --support-max-log-load its student keeps")
 	fl.BoolVar(&tp.highFull, "support-high-full", false, "a tiered teacher: its student solves the full LP past --support-max-log-load")
+	fl.StringVar(&tp.scenario, "scenario", "", "a tiered teacher: the GPU scenario to distil on (CLUSTER-WORKLOAD, as tegrl simulate --scenario; \"\": gavel-single at its rates), with --train-loads")
+	fl.Float64SliceVar(&tp.trainLoads, "train-loads", nil, "a tiered teacher: offered loads of the teacher's runs, in place of the single-GPU protocol's rates")
+	fl.Float64SliceVar(&tp.evalLoads, "eval-loads", nil, "a tiered teacher: offered loads of the evaluation (default: --train-loads)")
 	fl.BoolVar(&tp.price, "support-price", false, "a tiered teacher: columns outside its student's support enter when they improve the LP (the teacher's optimum, solved from the support outwards)")
 	return cmd
 }
@@ -81,6 +85,8 @@ type tieredSupport struct {
 	pairs, alone, highPairs, highAlone int
 	maxLoad                            float64
 	highFull, price                    bool
+	scenario                           string
+	trainLoads, evalLoads              []float64
 }
 
 // tieredTeacher tells whether path is a tiered policy file.
@@ -101,6 +107,18 @@ func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp
 	cfg := distill.TieredConfig{Teacher: teacher, Out: out, Pairs: tp.pairs, Alone: tp.alone, MaxLogLoad: tp.maxLoad,
 		HighPairs: tp.highPairs, HighAlone: tp.highAlone, HighFull: tp.highFull, Price: tp.price, TrainRates: distill.DefaultTieredTrainRates,
 		TrainSeeds: distill.DefaultTieredTrainSeeds, EvalRates: distill.DefaultTieredEvalRates}
+	cfg.Scenario = tp.scenario
+	switch {
+	case len(tp.trainLoads) > 0:
+		cfg.Loads, cfg.TrainRates, cfg.EvalRates = true, tp.trainLoads, tp.trainLoads
+		if len(tp.evalLoads) > 0 {
+			cfg.EvalRates = tp.evalLoads
+		}
+	case len(tp.evalLoads) > 0:
+		return fmt.Errorf("--eval-loads needs --train-loads")
+	case tp.scenario != "" && tp.scenario != "gavel-single":
+		return fmt.Errorf("--scenario %s needs --train-loads (the default rates are the single-GPU protocol's)", tp.scenario)
+	}
 	if seeds != "" {
 		var err error
 		if cfg.EvalSeeds, err = report.ParseSeeds(seeds); err != nil {
@@ -108,7 +126,7 @@ func runDistillTiered(cmd *cobra.Command, a *app, teacher, out, seeds string, tp
 		}
 	}
 	a.log.Info("distill tiered", "teacher", teacher, "out", out, "pairs", tp.pairs, "alone", tp.alone, "max_log_load", tp.maxLoad,
-		"high_pairs", tp.highPairs, "high_alone", tp.highAlone, "high_full", tp.highFull, "price", tp.price, "eval_seeds", seeds)
+		"high_pairs", tp.highPairs, "high_alone", tp.highAlone, "high_full", tp.highFull, "price", tp.price, "scenario", tp.scenario, "train_loads", tp.trainLoads, "eval_seeds", seeds)
 	sum, err := distill.RunTiered(cmd.Context(), cfg)
 	if err != nil {
 		return err

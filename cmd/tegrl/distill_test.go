@@ -66,6 +66,10 @@ func TestDistillTieredFlags(t *testing.T) {
 		{[]string{"--out", t.TempDir(), "--support-high-pairs", "-1", "--eval-seeds", ""}, "want >= 0"},
 		{[]string{"--out", t.TempDir(), "--support-max-log-load", "1e9", "--eval-seeds", ""}, "want a log load within ±10"},
 		{[]string{"--teacher", "../../docs/policies/small.safetensors", "--out", t.TempDir(), "--support-high-pairs", "5"}, "--support-high-pairs applies to a tiered teacher only"},
+		{[]string{"--teacher", "../../docs/policies/small.safetensors", "--out", t.TempDir(), "--scenario", "spot/16-single"}, "--scenario applies to a tiered teacher only"},
+		{[]string{"--out", t.TempDir(), "--scenario", "spot/16-single"}, "needs --train-loads"},
+		{[]string{"--out", t.TempDir(), "--eval-loads", "0.5"}, "--eval-loads needs --train-loads"},
+		{[]string{"--out", t.TempDir(), "--train-loads", "x"}, "train-loads"},
 	} {
 		_, _, err := run(t, append([]string{"distill", "--teacher", teacher}, tc.args...)...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
