@@ -270,54 +270,11 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 	if sum.Solves > 0 {
 		sum.UsedColumns /= float64(sum.Solves)
 	}
-	student := teacher.Clone()
-	sizes := [2][2]int{{cfg.Alone, cfg.Pairs}, {cfg.HighAlone, cfg.HighPairs}}
-	var prev *env.ColumnSupport
-	for b := range used {
-		band := TieredBand{Solves: solves[b]}
-		for c := range used[b] {
-			if c.B == "" {
-				band.AloneUsed++
-			} else {
-				band.PairsUsed++
-			}
-		}
-		// Past the limit with no training solve there, the teacher's runs
-		// say nothing of the columns it needs: the full LP.
-		if b == 1 && (cfg.HighFull || band.Solves == 0) {
-			band.Full = true
-			sum.Bands = append(sum.Bands, band)
-			break
-		}
-		cols, covered := topColumns(used[b], sizes[b][0], sizes[b][1])
-		for _, c := range cols {
-			if c.B == "" {
-				band.AloneKept++
-			} else {
-				band.PairsKept++
-			}
-		}
-		band.Covered = covered
-		sup, err := env.NewColumnSupport(tab, cols)
-		if err != nil {
-			return nil, err
-		}
-		sup.Price = cfg.Price
-		if b == 0 {
-			student.Support = sup
-			if !math.IsInf(cfg.MaxLogLoad, 1) {
-				sup.MaxLogLoad = cfg.MaxLogLoad
-				band.MaxLogLoad = &cfg.MaxLogLoad
-			}
-		} else {
-			prev.Above = sup
-		}
-		prev = sup
-		sum.Bands = append(sum.Bands, band)
-		if math.IsInf(cfg.MaxLogLoad, 1) {
-			break // one band: no load past the limit
-		}
+	student, bands, err := supportStudent(tab, teacher, cfg, used, solves)
+	if err != nil {
+		return nil, err
 	}
+	sum.Bands = bands
 	if err := os.MkdirAll(cfg.Out, 0o755); err != nil {
 		return nil, err
 	}
@@ -337,6 +294,63 @@ func RunTiered(ctx context.Context, cfg TieredConfig) (*TieredSummary, error) {
 		return nil, err
 	}
 	return sum, os.WriteFile(filepath.Join(cfg.Out, "summary.json"), append(b, '\n'), 0o644)
+}
+
+// supportStudent is the teacher over a support of the columns it used
+// most (used and solves: below cfg.MaxLogLoad, then past it), and the
+// summary of each band.
+func supportStudent(tab *env.ThroughputTable, teacher *env.TieredPackedPolicy, cfg TieredConfig, used [2]map[env.SupportColumn]int,
+	solves [2]int) (*env.TieredPackedPolicy, []TieredBand, error) {
+	student := teacher.Clone()
+	sizes := [2][2]int{{cfg.Alone, cfg.Pairs}, {cfg.HighAlone, cfg.HighPairs}}
+	var bands []TieredBand
+	var prev *env.ColumnSupport
+	for b := range used {
+		band := TieredBand{Solves: solves[b]}
+		for c := range used[b] {
+			if c.B == "" {
+				band.AloneUsed++
+			} else {
+				band.PairsUsed++
+			}
+		}
+		// Past the limit with no training solve there, the teacher's runs
+		// say nothing of the columns it needs: the full LP.
+		if b == 1 && (cfg.HighFull || band.Solves == 0) {
+			band.Full = true
+			bands = append(bands, band)
+			break
+		}
+		cols, covered := topColumns(used[b], sizes[b][0], sizes[b][1])
+		for _, c := range cols {
+			if c.B == "" {
+				band.AloneKept++
+			} else {
+				band.PairsKept++
+			}
+		}
+		band.Covered = covered
+		sup, err := env.NewColumnSupport(tab, cols)
+		if err != nil {
+			return nil, nil, err
+		}
+		sup.Price = cfg.Price
+		if b == 0 {
+			student.Support = sup
+			if !math.IsInf(cfg.MaxLogLoad, 1) {
+				sup.MaxLogLoad = cfg.MaxLogLoad
+				band.MaxLogLoad = &cfg.MaxLogLoad
+			}
+		} else {
+			prev.Above = sup
+		}
+		prev = sup
+		bands = append(bands, band)
+		if math.IsInf(cfg.MaxLogLoad, 1) {
+			break // one band: no load past the limit
+		}
+	}
+	return student, bands, nil
 }
 
 // topColumns keeps the alone and pair columns used in the most solves

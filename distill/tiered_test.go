@@ -21,20 +21,29 @@ const tailTeacher = "../docs/policies/gavel-single-tiered-tail.json"
 // tiered policy with the teacher's parameters.
 func TestRunTiered(t *testing.T) {
 	const limit = -0.6
-	run := func(dir string, high bool) ([]byte, *TieredSummary) {
+	run := func(dir string) ([]byte, *TieredSummary, error) {
 		sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 5, Alone: 12, MaxLogLoad: limit,
-			HighPairs: 3, HighAlone: 6, HighFull: !high, Price: high, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
+			HighPairs: 3, HighAlone: 6, Price: true, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
 		if err != nil {
-			t.Fatal(err)
+			return nil, nil, err
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "policy.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return b, sum
+		return b, sum, err
 	}
-	a, sum := run(t.TempDir(), true)
-	b, _ := run(t.TempDir(), true)
+	// The two runs at once: each is one simulation.
+	var b []byte
+	var errB error
+	done := make(chan struct{})
+	dir := t.TempDir()
+	go func() {
+		defer close(done)
+		b, _, errB = run(dir)
+	}()
+	a, sum, err := run(t.TempDir())
+	<-done
+	if err != nil || errB != nil {
+		t.Fatal(err, errB)
+	}
 	if !bytes.Equal(a, b) {
 		t.Fatal("same teacher and runs, another student")
 	}
@@ -56,22 +65,6 @@ func TestRunTiered(t *testing.T) {
 		!student.Support.Price || !student.Support.Above.Price {
 		t.Fatalf("student %v %+v", err, student)
 	}
-	// A limit no training solve passed: no data for a band above it, so
-	// the full LP there.
-	none, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: t.TempDir(), Pairs: 5, Alone: 12, MaxLogLoad: 5,
-		HighPairs: 3, HighAlone: 6, TrainRates: []float64{4.0}, TrainSeeds: []uint64{100}, Workers: 2})
-	if err != nil || len(none.Bands) != 2 || none.Bands[1].Solves != 0 || !none.Bands[1].Full {
-		t.Fatalf("no solve past the limit: %v %+v", err, none)
-	}
-	// The full LP past the limit: one support, a band that says so.
-	c, full := run(t.TempDir(), false)
-	if len(full.Bands) != 2 || !full.Bands[1].Full || full.Bands[1].Solves != sum.Bands[1].Solves || full.Bands[1].AloneKept != 0 {
-		t.Fatalf("full LP past the limit: %+v", full.Bands)
-	}
-	if fs, err := env.ParseTieredPolicy(c); err != nil || fs.Support.Above != nil || fs.Support.MaxLogLoad != limit || fs.Support.Price ||
-		fs.Support.Len() != student.Support.Len()-student.Support.Above.Len() {
-		t.Fatalf("full LP past the limit: %v %+v", err, fs)
-	}
 	tb, err := os.ReadFile(tailTeacher)
 	if err != nil {
 		t.Fatal(err)
@@ -86,18 +79,77 @@ func TestRunTiered(t *testing.T) {
 	}
 }
 
+// TestSupportStudent: the bands from column counts: each band keeps its
+// most-used columns; past the limit the full LP with HighFull or with no
+// solve there; one band without a limit.
+func TestSupportStudent(t *testing.T) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	teacher := &env.TieredPackedPolicy{Weights: []float64{1, 0, 0, 0, 0, 0, 0}, LogRatio: 1}
+	m := tab.Models
+	used := [2]map[env.SupportColumn]int{
+		{{A: m[0], GPU: "v100"}: 9, {A: m[1], GPU: "k80"}: 5, {A: m[2], GPU: "p100"}: 1, {A: m[0], B: m[1], GPU: "v100"}: 7, {A: m[1], B: m[2], GPU: "v100"}: 2},
+		{{A: m[3], GPU: "v100"}: 4, {A: m[3], B: m[3], GPU: "k80"}: 3},
+	}
+	cols := func(s *env.ColumnSupport) []env.SupportColumn { return s.Columns(tab) }
+	for _, tc := range []struct {
+		name   string
+		cfg    TieredConfig
+		solves [2]int
+		low    []env.SupportColumn
+		high   []env.SupportColumn // nil: the full LP past the limit
+		bands  int
+	}{
+		{"two bands", TieredConfig{Alone: 2, Pairs: 1, MaxLogLoad: 0.3, HighAlone: 1, HighPairs: 1, Price: true}, [2]int{20, 5},
+			[]env.SupportColumn{{A: m[0], GPU: "v100"}, {A: m[1], GPU: "k80"}, {A: m[0], B: m[1], GPU: "v100"}},
+			[]env.SupportColumn{{A: m[3], GPU: "v100"}, {A: m[3], B: m[3], GPU: "k80"}}, 2},
+		{"full LP past the limit", TieredConfig{Alone: 1, Pairs: 2, MaxLogLoad: 0.3, HighAlone: 1, HighPairs: 1, HighFull: true}, [2]int{20, 5},
+			[]env.SupportColumn{{A: m[0], GPU: "v100"}, {A: m[0], B: m[1], GPU: "v100"}, {A: m[1], B: m[2], GPU: "v100"}}, nil, 2},
+		{"no solve past the limit", TieredConfig{Alone: 1, Pairs: 0, MaxLogLoad: 0.3, HighAlone: 1, HighPairs: 1}, [2]int{20, 0},
+			[]env.SupportColumn{{A: m[0], GPU: "v100"}}, nil, 2},
+		{"no limit", TieredConfig{Alone: 1, Pairs: 0, MaxLogLoad: math.Inf(1), HighAlone: 1, HighPairs: 1}, [2]int{20, 0},
+			[]env.SupportColumn{{A: m[0], GPU: "v100"}}, nil, 1},
+	} {
+		st, bands, err := supportStudent(tab, teacher, tc.cfg, used, tc.solves)
+		if err != nil {
+			t.Fatal(err)
+		}
+		low, _ := env.NewColumnSupport(tab, tc.low)
+		if !slices.Equal(cols(st.Support), cols(low)) || st.Support.Price != tc.cfg.Price || len(bands) != tc.bands {
+			t.Fatalf("%s: low band %v (priced %v), %d bands; want %v", tc.name, cols(st.Support), st.Support.Price, len(bands), cols(low))
+		}
+		if tc.high == nil {
+			if st.Support.Above != nil || (tc.bands == 2 && !bands[1].Full) {
+				t.Fatalf("%s: a band above: %+v", tc.name, bands)
+			}
+			continue
+		}
+		high, _ := env.NewColumnSupport(tab, tc.high)
+		if st.Support.Above == nil || !slices.Equal(cols(st.Support.Above), cols(high)) || st.Support.MaxLogLoad != tc.cfg.MaxLogLoad ||
+			bands[1].Full || bands[1].AloneKept != 1 || bands[1].PairsKept != 1 || bands[0].Covered != 21.0/24 {
+			t.Fatalf("%s: %+v, bands %+v", tc.name, st.Support, bands)
+		}
+	}
+}
+
 // TestRunTieredScenario: a student distilled on another cluster, at
 // offered loads, names that cluster's GPU types, and its summary the
 // scenario and loads.
 func TestRunTieredScenario(t *testing.T) {
 	dir := t.TempDir()
-	sum, err := RunTiered(context.Background(), TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 4, Alone: 8, MaxLogLoad: math.Inf(1),
-		Scenario: "spot/128-single", Loads: true, TrainRates: []float64{0.8}, TrainSeeds: []uint64{100}, EvalRates: []float64{0.8}, EvalSeeds: []uint64{0}, Workers: 2})
+	cfg := TieredConfig{Teacher: tailTeacher, Out: dir, Pairs: 4, Alone: 8, MaxLogLoad: math.Inf(1),
+		Scenario: "spot/128-single", Loads: true, TrainRates: []float64{0.8}, TrainSeeds: []uint64{100}, EvalRates: []float64{0.8}, Workers: 2}
+	if !testing.Short() {
+		cfg.EvalSeeds = []uint64{0} // three runs more
+	}
+	sum, err := RunTiered(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sum.Scenario != "spot/128-single" || !slices.Equal(sum.TrainLoads, []float64{0.8}) || sum.TrainRates != nil ||
-		len(sum.Eval) != 1 || sum.Eval[0].Load != 0.8 || sum.Eval[0].Rate != 0 || !(sum.Eval[0].TeacherJCT > 0) {
+		len(sum.Eval) != len(cfg.EvalSeeds) || (len(sum.Eval) > 0 && (sum.Eval[0].Load != 0.8 || sum.Eval[0].Rate != 0 || !(sum.Eval[0].TeacherJCT > 0))) {
 		t.Fatalf("summary %+v", sum)
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "policy.json"))
