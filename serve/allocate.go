@@ -3,10 +3,12 @@ package serve
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/tegrl/tegrl/env"
 )
@@ -349,13 +351,28 @@ func shares(policy string, st *env.RoundState, x []float64, pairs []env.RoundPai
 	return resp
 }
 
+// allocTable is Gavel's throughput table with a GPU type for every model
+// of the bundled GPU model mapping (env.BundledGPUModels: h800,
+// a100-sxm4-80gb, t4 and the rest, in lower case), each the base type's
+// throughputs times its speed, as the simulator's node-list clusters
+// derive them: a student distilled on such a cluster serves its types.
+var allocTable = sync.OnceValues(func() (*env.ThroughputTable, error) {
+	tab, err := env.GavelThroughputTable()
+	if err != nil {
+		return nil, err
+	}
+	gm := env.BundledGPUModels()
+	models := slices.Sorted(maps.Keys(gm.Models))
+	return tab.WithGPUModels(gm, models)
+})
+
 func (s *Service) handleAllocate(w http.ResponseWriter, r *http.Request) {
 	var req AllocateRequest
 	if err := decodeStrict(http.MaxBytesReader(w, r.Body, maxAllocBody), &req); err != nil {
 		writeError(w, err)
 		return
 	}
-	tab, err := env.GavelThroughputTable()
+	tab, err := allocTable()
 	if err != nil {
 		writeError(w, err)
 		return

@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -187,13 +188,14 @@ func FuzzAllocate(f *testing.F) {
 	b, _ = json.Marshal(lr)
 	f.Add(b)
 	f.Add([]byte(`{"policy":"gavel","time_s":9,"gpus":[{"type":"p100","count":2}],"jobs":[{"id":4,"model":"ResNet-18 (batch size 16)","scale":2,"steps_total":1,"steps_left":1,"prev_type":"v100"}]}`))
+	f.Add([]byte(`{"policy":"priced","time_s":9,"gpus":[{"type":"h800","count":2},{"type":"a100-sxm4-80gb","count":2}],"jobs":[{"id":4,"model":"ResNet-18 (batch size 16)","scale":1,"steps_total":9,"steps_left":5},{"id":5,"model":"ResNet-18 (batch size 16)","scale":1,"steps_total":9,"steps_left":9}]}`))
 	f.Add([]byte(`{"policy":"tiresias","gpus":[{"type":"k80","count":4}],"jobs":[{"id":1,"model":"ResNet-18 (batch size 16)","scale":4,"steps_total":1,"steps_left":1}]}`))
 	f.Add([]byte(`{"policy":"max_min_fairness_perf","time_s":5,"gpus":[{"type":"v100","count":2},{"type":"k80","count":0}],"jobs":[]}`))
 	for _, pol := range []string{"tail", "priced", "gandiva", "max_min_fairness_packed"} {
 		b, _ = json.Marshal(packedReq(pol))
 		f.Add(b)
 	}
-	tab, err := env.GavelThroughputTable()
+	tab, err := allocTable()
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -332,5 +334,52 @@ func TestAllocateLPSize(t *testing.T) {
 		if _, err := allocate(tab, &r, learned); (err != nil) != (pol == "finish_time_fairness") {
 			t.Errorf("%s, 1,000 jobs of one type: %v", pol, err)
 		}
+	}
+}
+
+// TestAllocateGPUModels: /v1/allocate takes the bundled GPU model
+// mapping's types beside Gavel's (h800: the v100's throughputs times
+// 3.72), answers with them, and names the types it has for one it lacks.
+func TestAllocateGPUModels(t *testing.T) {
+	tab, err := allocTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gavel, err := env.GavelThroughputTable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := packedReq("max_min_fairness_packed")
+	req.GPUs = []AllocateGPU{{"h800", 1}, {"k80", 3}}
+	st, err := req.state(tab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v100, _ := gavel.GPU("v100")
+	for i, j := range st.Jobs {
+		if want := 3.72 * gavel.Throughput(j.Type, v100, j.Scale, false); math.Abs(st.Throughput[i*2]-want) > 1e-9*want {
+			t.Fatalf("job %d on the h800: %v steps/s, want %v", j.ID, st.Throughput[i*2], want)
+		}
+	}
+	srv := newTestService(t, Config{ReadToken: "r"}).Handler()
+	got := allocCall(t, srv, req)
+	if len(got.Allocation)+len(got.Pairs) == 0 {
+		t.Fatalf("no allocation: %+v", got)
+	}
+	pol, err := env.AllocationPolicyByName("max_min_fairness_packed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := make([]float64, len(st.Jobs)*len(st.Types))
+	if err := pol.Allocate(st, x); err != nil {
+		t.Fatal(err)
+	}
+	want := shares(req.Policy, st, x, pol.(env.PackingPolicy).Pairs(st))
+	if !reflect.DeepEqual(got, *want) {
+		t.Fatalf("API %+v, env %+v", got, *want)
+	}
+	req.GPUs[0].Type = "h900"
+	if code, b := call(t, srv, "POST", "/v1/allocate", req, "Authorization", "Bearer r"); code != http.StatusBadRequest || !strings.Contains(string(b), "gpus[0].type") {
+		t.Fatalf("h900: %d %s", code, b)
 	}
 }

@@ -228,7 +228,7 @@ func canaryAllocRequest() *AllocateRequest {
 
 // smokeLearned allocates the canary round with lp and checks the answer.
 func smokeLearned(lp *learnedPolicy) error {
-	tab, err := env.GavelThroughputTable()
+	tab, err := allocTable()
 	if err != nil {
 		return err
 	}
