@@ -378,6 +378,28 @@ func TestAllocateGPUModels(t *testing.T) {
 	if !reflect.DeepEqual(got, *want) {
 		t.Fatalf("API %+v, env %+v", got, *want)
 	}
+	// A student whose support names the h800 serves env's answer.
+	tail, err := env.ParseTieredPolicy(mustRead(t, "../docs/policies/gavel-single-tiered-tail.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tail.Support, err = env.NewColumnSupport(gavel, []env.SupportColumn{{A: "ResNet-18 (batch size 16)", GPU: "k80"},
+		{A: "ResNet-18 (batch size 16)", B: "Transformer (batch size 16)", GPU: "h800"}}); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "spot-student.json")
+	if err := env.WriteTieredPolicy(path, tail, nil); err != nil {
+		t.Fatal(err)
+	}
+	srv = newTestService(t, Config{ReadToken: "r", AllocationPolicies: map[string]string{"spot": path}}).Handler()
+	req.Policy = "spot"
+	got = allocCall(t, srv, req)
+	want = &AllocateResponse{}
+	*want = envAnswer(t, req, tail)
+	want.SHA256 = fileSHA(t, path)
+	if !reflect.DeepEqual(got, *want) || len(got.Pairs) == 0 {
+		t.Fatalf("spot student: API %+v, env %+v", got, *want)
+	}
 	req.GPUs[0].Type = "h900"
 	if code, b := call(t, srv, "POST", "/v1/allocate", req, "Authorization", "Bearer r"); code != http.StatusBadRequest || !strings.Contains(string(b), "gpus[0].type") {
 		t.Fatalf("h900: %d %s", code, b)

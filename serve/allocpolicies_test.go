@@ -500,7 +500,7 @@ const tailFile = "../docs/policies/gavel-single-tiered-tail.json"
 // pairs, listed as the API lists them.
 func envAnswer(t *testing.T, req AllocateRequest, pol env.AllocationPolicy) AllocateResponse {
 	t.Helper()
-	tab, err := env.GavelThroughputTable()
+	tab, err := allocTable()
 	if err != nil {
 		t.Fatal(err)
 	}
