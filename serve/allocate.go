@@ -336,20 +336,26 @@ func shares(policy string, st *env.RoundState, x []float64, pairs []env.RoundPai
 	resp := &AllocateResponse{Policy: policy, Allocation: []AllocateShare{}}
 	for i, j := range st.Jobs {
 		for t, name := range st.Types {
-			if v := x[i*nt+t]; v > 0 {
+			if v := x[i*nt+t]; v > minShare {
 				resp.Allocation = append(resp.Allocation, AllocateShare{Job: j.ID, Type: name, Fraction: v})
 			}
 		}
 	}
 	for _, p := range pairs {
 		for t, v := range p.X {
-			if v > 0 {
+			if v > minShare {
 				resp.Pairs = append(resp.Pairs, AllocatePair{Jobs: [2]int{min(p.A, p.B), max(p.A, p.B)}, Type: st.Types[t], Fraction: v})
 			}
 		}
 	}
 	return resp
 }
+
+// minShare is the least share an answer lists: the LP policies leave
+// round-off such as 5e-17 where a share is 0, which is no time to run
+// (a billionth of a round is well under a millisecond), and dropping a
+// share keeps an allocation valid.
+const minShare = 1e-9
 
 // allocTable is Gavel's throughput table with a GPU type for every model
 // of the bundled GPU model mapping (env.BundledGPUModels: h800,

@@ -400,6 +400,19 @@ func TestAllocateGPUModels(t *testing.T) {
 	if !reflect.DeepEqual(got, *want) || len(got.Pairs) == 0 {
 		t.Fatalf("spot student: API %+v, env %+v", got, *want)
 	}
+	// The LP's round-off (a share of 5e-17 of the T4 to the LM job) is
+	// not listed.
+	lp := AllocateRequest{Policy: "max_min_fairness_packed", TimeS: 10, GPUs: []AllocateGPU{{"h800", 1}, {"t4", 1}}, Jobs: []AllocateJob{
+		{ID: 1, Model: "ResNet-18 (batch size 16)", Scale: 1, StepsTotal: 9, StepsLeft: 5}, {ID: 2, Model: "LM (batch size 5)", Scale: 1, StepsTotal: 9, StepsLeft: 9}}}
+	small := allocCall(t, srv, lp)
+	if len(small.Allocation) != 2 || len(small.Pairs) != 1 {
+		t.Fatalf("round-off listed: %+v", small)
+	}
+	for _, a := range small.Allocation {
+		if a.Fraction < 0.2 {
+			t.Fatalf("round-off listed: %+v", small)
+		}
+	}
 	req.GPUs[0].Type = "h900"
 	if code, b := call(t, srv, "POST", "/v1/allocate", req, "Authorization", "Bearer r"); code != http.StatusBadRequest || !strings.Contains(string(b), "gpus[0].type") {
 		t.Fatalf("h900: %d %s", code, b)
