@@ -581,28 +581,28 @@ func TestAllocTiered(t *testing.T) {
 	}
 	wg.Wait()
 	// The distilled student (the same tiers over a column support) serves
-	// env's answer too.
+	// env's answer too, and so does it priced (its bands price columns
+	// in).
+	serves := func(name, path string, pol env.AllocationPolicy) {
+		t.Helper()
+		if code, b := call(t, h, "PUT", "/v1/allocation-policies/"+name, mustRead(t, path), "Authorization", "Bearer a"); code != http.StatusOK {
+			t.Fatalf("%s PUT: %d %s", name, code, b)
+		}
+		for i, req := range reqs {
+			req.Policy = name
+			want := envAnswer(t, req, pol)
+			want.SHA256 = fileSHA(t, path)
+			if got := allocCall(t, h, req); !reflect.DeepEqual(got, want) {
+				t.Fatalf("%s round %d: API %+v, env %+v", name, i, got, want)
+			}
+		}
+	}
 	student := "../docs/policies/gavel-single-tiered-student.json"
-	if code, b := call(t, h, "PUT", "/v1/allocation-policies/student", mustRead(t, student), "Authorization", "Bearer a"); code != http.StatusOK {
-		t.Fatalf("student PUT: %d %s", code, b)
-	}
-	sb, err := os.ReadFile(student)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spol, err := env.ParseTieredPolicy(sb)
+	spol, err := env.ParseTieredPolicy(mustRead(t, student))
 	if err != nil || spol.Support == nil {
 		t.Fatalf("student: %v", err)
 	}
-	for i, req := range reqs {
-		req.Policy = "student"
-		want := envAnswer(t, req, spol)
-		want.SHA256 = fileSHA(t, student)
-		if got := allocCall(t, h, req); !reflect.DeepEqual(got, want) {
-			t.Fatalf("student round %d: API %+v, env %+v", i, got, want)
-		}
-	}
-	// Priced, its bands price columns in: still env's answer.
+	serves("student", student, spol)
 	for b := spol.Support; b != nil; b = b.Above {
 		b.Price = true
 	}
@@ -610,17 +610,7 @@ func TestAllocTiered(t *testing.T) {
 	if err := env.WriteTieredPolicy(priced, spol, nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, b := call(t, h, "PUT", "/v1/allocation-policies/priced", mustRead(t, priced), "Authorization", "Bearer a"); code != http.StatusOK {
-		t.Fatalf("priced PUT: %d %s", code, b)
-	}
-	for i, req := range reqs {
-		req.Policy = "priced"
-		want := envAnswer(t, req, spol)
-		want.SHA256 = fileSHA(t, priced)
-		if got := allocCall(t, h, req); !reflect.DeepEqual(got, want) {
-			t.Fatalf("priced round %d: API %+v, env %+v", i, got, want)
-		}
-	}
+	serves("priced", priced, spol)
 	list := s.AllocationPolicies().Policies // priced, student, tail
 	want := TieredParams{LogPriorityRatio: 1.024529424974006, GangGuardHours: 100, AgeGuardHours: 300, TieDeficit: 5}
 	if len(list) != 3 || list[2].Kind != "tiered" || list[2].Tiered == nil || *list[2].Tiered != want || list[2].Features[len(list[2].Features)-1] != "log_load" {
