@@ -310,17 +310,19 @@ func TestLoadLoopback(t *testing.T) {
 
 // BenchmarkAllocateTiered is BenchmarkAllocate for a round of 100
 // single-GPU jobs of every job type on Gavel's 36:36:36 cluster, by the
-// tiered tail file and by max_min_fairness_packed: both answer pairs.
+// tiered tail file, its distilled student and max_min_fairness_packed:
+// all answer pairs.
 func BenchmarkAllocateTiered(b *testing.B) {
 	tab, err := env.GavelThroughputTable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	learned, err := newAllocPolicies(map[string]string{"tail": tailFile}, nil, prometheus.NewRegistry())
+	learned, err := newAllocPolicies(map[string]string{"tail": tailFile, "student": "../docs/policies/gavel-single-tiered-student.json"},
+		nil, prometheus.NewRegistry())
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, pol := range []string{"tail", "max_min_fairness_packed"} {
+	for _, pol := range []string{"tail", "student", "max_min_fairness_packed"} {
 		req := AllocateRequest{Policy: pol, TimeS: 360000, GPUs: []AllocateGPU{{"v100", 36}, {"p100", 36}, {"k80", 36}}}
 		for i := range 100 {
 			req.Jobs = append(req.Jobs, AllocateJob{ID: i, Model: tab.Models[i%len(tab.Models)], Scale: 1, ArrivalS: float64(3600 * i),
