@@ -85,6 +85,12 @@ func (s *lpSolver) solve(m, n int, a, b []float64, objs ...[]float64) ([]float64
 		}
 	}
 	s.pivots = 0
+	return s.optimiseAll()
+}
+
+// optimiseAll optimises every objective in turn from the current basis
+// and returns the structural variables' values.
+func (s *lpSolver) optimiseAll() ([]float64, error) {
 	for k := range s.nobj {
 		if err := s.optimise(k); err != nil {
 			return nil, err
@@ -92,12 +98,8 @@ func (s *lpSolver) solve(m, n int, a, b []float64, objs ...[]float64) ([]float64
 	}
 	clear(s.x)
 	for r, col := range s.basis {
-		if col < n {
-			v := s.tab[r*s.w+s.w-1]
-			if v < 0 {
-				v = 0 // round-off below the tolerance
-			}
-			s.x[col] = v
+		if col < s.n {
+			s.x[col] = max(s.tab[r*s.w+s.w-1], 0) // a value below 0 is round-off
 		}
 	}
 	return s.x, nil
@@ -277,18 +279,7 @@ func (s *lpSolver) extend(ent []lpEntry, start []int, costs ...[]float64) ([]flo
 	}
 	s.n, s.w = n2, w2
 	s.x = lpGrow(s.x, n2)
-	for k := range s.nobj {
-		if err := s.optimise(k); err != nil {
-			return nil, err
-		}
-	}
-	clear(s.x)
-	for r, col := range s.basis {
-		if col < n2 {
-			s.x[col] = max(s.tab[r*s.w+s.w-1], 0)
-		}
-	}
-	return s.x, nil
+	return s.optimiseAll()
 }
 
 // dual returns objective k's dual value of constraint r after a solve:

@@ -336,6 +336,8 @@ func (p *MaxMinFairnessPacked) solveColumns(s *RoundState, rows int) ([]float64,
 	p.sel = append(p.sel, -1) // the solver's columns: sel, μ, then those priced in
 	for len(p.sel)-1 < len(p.cols) {
 		// Reduced costs of the columns left out: -c + dual·column.
+		// c1 and c2 now hold the priced-in columns' costs: the solver has
+		// its own copy of the LP's.
 		p.ent, p.start = p.ent[:0], append(p.start[:0], 0)
 		p.c1, p.c2 = p.c1[:0], p.c2[:0]
 		for v := range p.cols {

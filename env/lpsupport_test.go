@@ -80,6 +80,22 @@ func allocPacked(t *testing.T, p *MaxMinFairnessPacked, s *RoundState) ([]float6
 	return x, pairs
 }
 
+// writeSupport writes the default tiered parameters with support sup
+// as a policy file and returns its bytes.
+func writeSupport(t *testing.T, sup *ColumnSupport) []byte {
+	t.Helper()
+	w, r := DefaultTieredParams(false)
+	path := t.TempDir() + "/s.json"
+	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: sup}, nil); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestSupportRestrictsLP: a support of every column is the teacher's LP,
 // byte for byte; the teacher's own used columns give the same
 // allocation; an empty support keeps each class its fastest type alone
@@ -168,15 +184,7 @@ func TestSupportFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, r := DefaultTieredParams(false)
-	path := t.TempDir() + "/s.json"
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: sup}, nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := writeSupport(t, sup)
 	p, err := ParseTieredPolicy(b)
 	if err != nil || p.Support == nil || !reflect.DeepEqual(p.Support.Columns(tab), sup.Columns(tab)) || p.Support.Len() != 2 {
 		t.Fatalf("round trip: %v %+v", err, p)
@@ -260,14 +268,7 @@ func TestSupportMaxLogLoad(t *testing.T) {
 	}
 	sup, _ := NewColumnSupport(tab, []SupportColumn{{A: "A3C", GPU: "v100"}})
 	sup.MaxLogLoad = 0.25
-	path := t.TempDir() + "/s.json"
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: sup}, nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := writeSupport(t, sup)
 	p, err := ParseTieredPolicy(b)
 	if err != nil || p.Support.MaxLogLoad != 0.25 {
 		t.Fatalf("round trip: %v %+v", err, p.Support)
@@ -400,14 +401,7 @@ func TestSupportBands(t *testing.T) {
 
 	l, h := *low, *high
 	l.MaxLogLoad, l.Above, h.Price = 0.25, &h, true
-	path := t.TempDir() + "/s.json"
-	if err := WriteTieredPolicy(path, &TieredPackedPolicy{Weights: w, LogRatio: r, Support: &l}, nil); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := writeSupport(t, &l)
 	p, err := ParseTieredPolicy(b)
 	if err != nil || p.Support.MaxLogLoad != 0.25 || p.Support.Above == nil || !reflect.DeepEqual(p.Support.Above.Columns(tab), high.Columns(tab)) ||
 		!math.IsInf(p.Support.Above.MaxLogLoad, 1) || p.Support.Len() != 2 || p.Support.Price || !p.Support.Above.Price {

@@ -323,9 +323,6 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 	}
 	p := &TieredPackedPolicy{Weights: f.Weights, LogRatio: f.LogPriorityRatio, LoadSlope: f.LogRatioLoadSlope, Clairvoyant: clair,
 		MaxUpperHours: f.MaxUpperRemainingHours, GangGuardHours: f.GangGuardHours, AgeGuardHours: f.AgeGuardHours, TieDeficit: f.TieDeficit}
-	if err := p.check(); err != nil {
-		return nil, fmt.Errorf("tiered policy: %w", err)
-	}
 	if f.Support != nil {
 		t, err := GavelThroughputTable()
 		if err != nil {
@@ -334,9 +331,9 @@ func ParseTieredPolicy(data []byte) (*TieredPackedPolicy, error) {
 		if p.Support, err = f.Support.columnSupport(t, 0); err != nil {
 			return nil, fmt.Errorf("tiered policy: %w", err)
 		}
-		if err := p.Support.check(); err != nil {
-			return nil, fmt.Errorf("tiered policy: %w", err)
-		}
+	}
+	if err := p.check(); err != nil { // the support's bands too
+		return nil, fmt.Errorf("tiered policy: %w", err)
 	}
 	return p, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -29,9 +30,9 @@ func newDistillCmd(a *app) *cobra.Command {
 			if tieredTeacher(r.Teacher) {
 				var bad error
 				cmd.Flags().Visit(func(f *pflag.Flag) {
-					switch f.Name {
-					case "teacher", "out", "eval-seeds", "support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone",
-						"support-high-full", "support-price", "scenario", "train-loads", "eval-loads", "json", "log-level", "log-format":
+					switch {
+					case slices.Contains(tieredOnlyFlags, f.Name):
+					case f.Name == "teacher", f.Name == "out", f.Name == "eval-seeds", f.Name == "json", f.Name == "log-level", f.Name == "log-format":
 					default:
 						if bad == nil {
 							bad = fmt.Errorf("--%s does not apply to a tiered teacher (%s)", f.Name, r.Teacher)
@@ -47,8 +48,7 @@ func newDistillCmd(a *app) *cobra.Command {
 				}
 				return runDistillTiered(cmd, a, r.Teacher, r.Out, seeds, tp, r.JSON)
 			}
-			for _, name := range []string{"support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone", "support-high-full", "support-price",
-				"scenario", "train-loads", "eval-loads"} {
+			for _, name := range tieredOnlyFlags {
 				if cmd.Flags().Changed(name) {
 					return fmt.Errorf("--%s applies to a tiered teacher only (%s is not one)", name, r.Teacher)
 				}
@@ -79,6 +79,11 @@ func newDistillCmd(a *app) *cobra.Command {
 	fl.BoolVar(&tp.price, "support-price", false, "a tiered teacher: columns outside its student's support enter when they improve the LP (the teacher's optimum, solved from the support outwards)")
 	return cmd
 }
+
+// tieredOnlyFlags are the flags of a tiered teacher's distillation,
+// refused with any other teacher.
+var tieredOnlyFlags = []string{"support-pairs", "support-alone", "support-max-log-load", "support-high-pairs", "support-high-alone",
+	"support-high-full", "support-price", "scenario", "train-loads", "eval-loads"}
 
 // tieredSupport are the support sizes of a tiered teacher's student.
 type tieredSupport struct {
